@@ -1,0 +1,186 @@
+/**
+ * Configuration from the environment, validated with zod. A bad value stops the process at start with a message
+ * that names the variable and says what is expected; nothing reads process.env anywhere else.
+ */
+import { randomBytes } from 'node:crypto';
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { z } from 'zod';
+
+export const SUBGRAPH_NAMES = ['identity', 'memory', 'coordination', 'catalog'] as const;
+export type SubgraphName = (typeof SUBGRAPH_NAMES)[number];
+
+const bool = z
+  .enum(['true', 'false', '1', '0'])
+  .transform((v) => v === 'true' || v === '1');
+const port = z.coerce.number().int().min(0).max(65535);
+const positive = z.coerce.number().int().positive();
+
+const EnvSchema = z.object({
+  AGENTGRAPH_MODE: z.enum(['development', 'production']).default('development'),
+  DATABASE_URL: z
+    .string()
+    .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// or postgresql:// URL')
+    .optional(),
+  DATABASE_APP_ROLE: z
+    .string()
+    .regex(/^[a-z_][a-z0-9_]*$/)
+    .default('agentgraph_app'),
+  DATABASE_POOL_SIZE: positive.default(10),
+  DATA_DIR: z.string().default('./.data'),
+  HOST: z.string().default('127.0.0.1'),
+  GATEWAY_PORT: port.default(4000),
+  IDENTITY_PORT: port.default(4101),
+  MEMORY_PORT: port.default(4102),
+  COORDINATION_PORT: port.default(4103),
+  CATALOG_PORT: port.default(4104),
+  SUBGRAPH_IDENTITY_URL: z.string().url().optional(),
+  SUBGRAPH_MEMORY_URL: z.string().url().optional(),
+  SUBGRAPH_COORDINATION_URL: z.string().url().optional(),
+  SUBGRAPH_CATALOG_URL: z.string().url().optional(),
+  LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error']).default('info'),
+  CURSOR_SECRET: z.string().min(32, 'must be at least 32 characters of random data').optional(),
+  TOKEN_ISSUER: z.string().url().optional(),
+  TOKEN_AUDIENCE: z.string().default('agentgraph'),
+  JWKS_URL: z.string().url().optional(),
+  MAX_BODY_BYTES: positive.default(6 * 1024 * 1024),
+  MAX_PAYLOAD_BYTES: positive.default(5 * 1024 * 1024),
+  MAX_DEPTH: positive.default(12),
+  MAX_ALIASES: positive.default(30),
+  MAX_PAGE_SIZE: positive.default(100),
+  IDEMPOTENCY_RETENTION_SECONDS: z.coerce
+    .number()
+    .int()
+    .min(86_400, 'must keep keys at least 24 h (86400 s)')
+    .default(86_400),
+  CLIENT_POLL_INTERVAL_MS: positive.default(5_000),
+  CLIENT_RETRY_MAX_ATTEMPTS: positive.default(5),
+  CLIENT_RETRY_BUDGET_MS: positive.default(30_000),
+  CLIENT_TELEMETRY_ENABLED: bool.default(true),
+  INTROSPECTION: bool.optional(),
+  SHUTDOWN_GRACE_MS: positive.default(10_000),
+});
+
+export interface Config {
+  mode: 'development' | 'production';
+  database:
+    | { driver: 'pglite'; dataDir: string | null }
+    | { driver: 'postgres'; url: string; poolSize: number };
+  appRole: string;
+  dataDir: string;
+  host: string;
+  gatewayPort: number;
+  subgraphPorts: Record<SubgraphName, number>;
+  subgraphUrls: Record<SubgraphName, string>;
+  logLevel: 'debug' | 'info' | 'warn' | 'error';
+  cursorSecret: string;
+  tokenIssuer: string;
+  tokenAudience: string;
+  jwksUrl: string;
+  limits: {
+    maxBodyBytes: number;
+    maxPayloadBytes: number;
+    maxDepth: number;
+    maxAliases: number;
+    maxPageSize: number;
+  };
+  idempotencyRetentionSeconds: number;
+  client: {
+    pollIntervalMs: number;
+    retryMaxAttempts: number;
+    retryBudgetMs: number;
+    telemetryEnabled: boolean;
+  };
+  introspection: boolean;
+  shutdownGraceMs: number;
+}
+
+export class ConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ConfigError';
+  }
+}
+
+/** Reads the dev-only secret from the data folder, creating it (mode 0600) on first start. */
+function devSecret(dataDir: string, name: string): string {
+  mkdirSync(dataDir, { recursive: true });
+  const file = join(dataDir, name);
+  if (existsSync(file)) return readFileSync(file, 'utf8').trim();
+  const secret = randomBytes(32).toString('base64url');
+  writeFileSync(file, secret + '\n', { mode: 0o600 });
+  chmodSync(file, 0o600);
+  return secret;
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const parsed = EnvSchema.safeParse(env);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map(
+      (i) => `  ${i.path.join('.') || '(environment)'}: ${i.message}`,
+    );
+    throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
+  }
+  const e = parsed.data;
+  const production = e.AGENTGRAPH_MODE === 'production';
+  if (production && !e.CURSOR_SECRET) {
+    throw new ConfigError(
+      'Invalid configuration:\n  CURSOR_SECRET: required in production (32+ random characters shared by all replicas)',
+    );
+  }
+  if (production && !e.DATABASE_URL) {
+    throw new ConfigError(
+      'Invalid configuration:\n  DATABASE_URL: required in production (the embedded PGlite database is for development)',
+    );
+  }
+  const dataDir = resolve(e.DATA_DIR);
+  const subgraphPorts: Record<SubgraphName, number> = {
+    identity: e.IDENTITY_PORT,
+    memory: e.MEMORY_PORT,
+    coordination: e.COORDINATION_PORT,
+    catalog: e.CATALOG_PORT,
+  };
+  const urlFor = (name: SubgraphName): string =>
+    e[`SUBGRAPH_${name.toUpperCase()}_URL` as keyof typeof e] as string | undefined ??
+    `http://${e.HOST}:${subgraphPorts[name]}/graphql`;
+  const subgraphUrls = Object.fromEntries(SUBGRAPH_NAMES.map((n) => [n, urlFor(n)])) as Record<
+    SubgraphName,
+    string
+  >;
+  const identityOrigin = new URL(subgraphUrls.identity).origin;
+  return {
+    mode: e.AGENTGRAPH_MODE,
+    database: e.DATABASE_URL
+      ? { driver: 'postgres', url: e.DATABASE_URL, poolSize: e.DATABASE_POOL_SIZE }
+      : { driver: 'pglite', dataDir: e.DATA_DIR === 'memory://' ? null : join(dataDir, 'pglite') },
+    appRole: e.DATABASE_APP_ROLE,
+    dataDir,
+    host: e.HOST,
+    gatewayPort: e.GATEWAY_PORT,
+    subgraphPorts,
+    subgraphUrls,
+    logLevel: e.LOG_LEVEL,
+    cursorSecret:
+      e.CURSOR_SECRET ??
+      (e.DATA_DIR === 'memory://' ? randomBytes(32).toString('base64url') : devSecret(dataDir, 'cursor-secret')),
+    tokenIssuer: e.TOKEN_ISSUER ?? identityOrigin,
+    tokenAudience: e.TOKEN_AUDIENCE,
+    jwksUrl: e.JWKS_URL ?? `${identityOrigin}/.well-known/jwks.json`,
+    limits: {
+      maxBodyBytes: e.MAX_BODY_BYTES,
+      maxPayloadBytes: e.MAX_PAYLOAD_BYTES,
+      maxDepth: e.MAX_DEPTH,
+      maxAliases: e.MAX_ALIASES,
+      maxPageSize: e.MAX_PAGE_SIZE,
+    },
+    idempotencyRetentionSeconds: e.IDEMPOTENCY_RETENTION_SECONDS,
+    client: {
+      pollIntervalMs: e.CLIENT_POLL_INTERVAL_MS,
+      retryMaxAttempts: e.CLIENT_RETRY_MAX_ATTEMPTS,
+      retryBudgetMs: e.CLIENT_RETRY_BUDGET_MS,
+      telemetryEnabled: e.CLIENT_TELEMETRY_ENABLED,
+    },
+    introspection: e.INTROSPECTION ?? !production,
+    shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
+  };
+}

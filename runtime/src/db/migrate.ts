@@ -1,0 +1,198 @@
+/**
+ * Migrations: numbered .sql files per namespace (one per subgraph, plus the runtime's own), applied in order,
+ * each in its own transaction, recorded with a checksum. Refuses to run:
+ *  - a destructive statement (DROP, RENAME, TRUNCATE, ALTER ... TYPE) unless the file carries the line
+ *    `-- migration: allow-destructive: <reason>`;
+ *  - an already-applied file whose content changed (write a new migration instead).
+ * Runs under an advisory lock so replicas starting together do not race.
+ */
+import { createHash } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { DatabaseHandle } from './types.js';
+
+export interface MigrationSet {
+  namespace: string;
+  dir: string;
+}
+
+export interface Migration {
+  namespace: string;
+  version: number;
+  name: string;
+  sql: string;
+  checksum: string;
+}
+
+const FILE = /^(\d{3,})_([a-z0-9_]+)\.sql$/;
+const ALLOW = /^--\s*migration:\s*allow-destructive:\s*\S.{9,}$/m;
+const DESTRUCTIVE = [
+  /\bdrop\s+(table|column|schema|type|view|materialized\s+view|function|index|policy|constraint|sequence|trigger|role)\b/i,
+  /\brename\s+(to|column|constraint)\b/i,
+  /\btruncate\b/i,
+  /\balter\s+column\s+\S+\s+(set\s+data\s+)?type\b/i,
+];
+
+export class MigrationError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'MigrationError';
+  }
+}
+
+function stripComments(sql: string): string {
+  return sql.replace(/--.*$/gm, '').replace(/\/\*[\s\S]*?\*\//g, '');
+}
+
+export function readMigrations(set: MigrationSet): Migration[] {
+  const files = readdirSync(set.dir).filter((f) => f.endsWith('.sql')).sort();
+  const seen = new Set<number>();
+  return files.map((file) => {
+    const m = FILE.exec(file);
+    if (!m) {
+      throw new MigrationError(
+        `${join(set.dir, file)}: name it NNN_snake_case.sql (e.g. 002_add_devices.sql)`,
+      );
+    }
+    const version = Number(m[1]);
+    if (seen.has(version)) throw new MigrationError(`${set.dir}: two migrations numbered ${m[1]}`);
+    seen.add(version);
+    const sql = readFileSync(join(set.dir, file), 'utf8');
+    const body = stripComments(sql);
+    const hit = DESTRUCTIVE.find((re) => re.test(body));
+    if (hit && !ALLOW.test(sql)) {
+      throw new MigrationError(
+        `${join(set.dir, file)} contains a destructive change (${hit.exec(body)?.[0]}). Schema evolution is ` +
+          'additive; if this is truly intended, add the line "-- migration: allow-destructive: <reason>".',
+      );
+    }
+    return {
+      namespace: set.namespace,
+      version,
+      name: m[2]!,
+      sql,
+      checksum: createHash('sha256').update(sql).digest('hex'),
+    };
+  });
+}
+
+const BOOTSTRAP = `
+CREATE SCHEMA IF NOT EXISTS runtime;
+CREATE TABLE IF NOT EXISTS runtime.schema_migrations (
+  namespace text NOT NULL,
+  version int NOT NULL,
+  name text NOT NULL,
+  checksum text NOT NULL,
+  applied_at timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (namespace, version)
+);`;
+
+/** Applies what is pending; returns the migrations it applied. `appRole` is created if missing. */
+export async function migrate(
+  handle: DatabaseHandle,
+  sets: MigrationSet[],
+  appRole: string,
+): Promise<Migration[]> {
+  const all = sets.flatMap(readMigrations);
+  const applied: Migration[] = [];
+  await handle.owner.transaction(async (tx) => {
+    await tx.query('SELECT pg_advisory_xact_lock(7355608)');
+    await tx.query(`DO $$ BEGIN
+      IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '${appRole}') THEN
+        CREATE ROLE ${appRole} NOLOGIN NOSUPERUSER NOBYPASSRLS;
+      END IF;
+    END $$`);
+    await tx.query(`GRANT ${appRole} TO CURRENT_USER`).catch(() => undefined);
+    for (const stmt of BOOTSTRAP.split(';').filter((s) => s.trim())) await tx.query(stmt);
+    const done = await tx.query<{ namespace: string; version: number; checksum: string }>(
+      'SELECT namespace, version, checksum FROM runtime.schema_migrations',
+    );
+    const byKey = new Map(done.rows.map((r) => [`${r.namespace}/${r.version}`, r.checksum]));
+    for (const m of all) {
+      const prior = byKey.get(`${m.namespace}/${m.version}`);
+      if (prior && prior !== m.checksum) {
+        throw new MigrationError(
+          `Migration ${m.namespace}/${m.version}_${m.name} was changed after it was applied. ` +
+            'Restore the original file and add a new migration for the change.',
+        );
+      }
+    }
+  });
+  for (const m of all) {
+    await handle.owner.transaction(async (tx) => {
+      await tx.query('SELECT pg_advisory_xact_lock(7355608)');
+      const exists = await tx.query(
+        'SELECT 1 FROM runtime.schema_migrations WHERE namespace = $1 AND version = $2',
+        [m.namespace, m.version],
+      );
+      if (exists.rowCount > 0) return;
+      const sql = m.sql.replaceAll(':app_role', appRole);
+      await execScript(tx, sql);
+      await tx.query(
+        'INSERT INTO runtime.schema_migrations (namespace, version, name, checksum) VALUES ($1, $2, $3, $4)',
+        [m.namespace, m.version, m.name, m.checksum],
+      );
+      applied.push(m);
+    });
+  }
+  return applied;
+}
+
+/** Runs a multi-statement script: split on semicolons outside quotes, dollar quotes and comments. */
+export function splitStatements(sql: string): string[] {
+  const out: string[] = [];
+  let cur = '';
+  let i = 0;
+  while (i < sql.length) {
+    const ch = sql[i]!;
+    const rest = sql.slice(i);
+    if (rest.startsWith('--')) {
+      const end = sql.indexOf('\n', i);
+      i = end === -1 ? sql.length : end + 1;
+      cur += '\n';
+      continue;
+    }
+    if (rest.startsWith('/*')) {
+      const end = sql.indexOf('*/', i + 2);
+      i = end === -1 ? sql.length : end + 2;
+      continue;
+    }
+    const dollar = /^\$[A-Za-z_]*\$/.exec(rest);
+    if (dollar) {
+      const tag = dollar[0];
+      const end = sql.indexOf(tag, i + tag.length);
+      const stop = end === -1 ? sql.length : end + tag.length;
+      cur += sql.slice(i, stop);
+      i = stop;
+      continue;
+    }
+    if (ch === "'" || ch === '"') {
+      let j = i + 1;
+      while (j < sql.length) {
+        if (sql[j] === ch && sql[j + 1] === ch) j += 2;
+        else if (sql[j] === ch) break;
+        else j++;
+      }
+      cur += sql.slice(i, j + 1);
+      i = j + 1;
+      continue;
+    }
+    if (ch === ';') {
+      if (cur.trim()) out.push(cur.trim());
+      cur = '';
+      i++;
+      continue;
+    }
+    cur += ch;
+    i++;
+  }
+  if (cur.trim()) out.push(cur.trim());
+  return out;
+}
+
+async function execScript(
+  tx: { query: DatabaseHandle['owner']['query'] },
+  sql: string,
+): Promise<void> {
+  for (const stmt of splitStatements(sql)) await tx.query(stmt);
+}

@@ -1,0 +1,32 @@
+/** Opens the configured database, applies migrations as owner, and hands back the app (non-owner) connection. */
+import type { Config } from '../config.js';
+import { migrate, type MigrationSet } from './migrate.js';
+import { openPglite } from './pglite.js';
+import { openPostgres } from './postgres.js';
+import type { Database, DatabaseHandle } from './types.js';
+
+export const runtimeMigrations: MigrationSet = {
+  namespace: 'runtime',
+  dir: new URL('../../migrations', import.meta.url).pathname,
+};
+
+export async function openHandle(config: Pick<Config, 'database' | 'appRole'>): Promise<DatabaseHandle> {
+  return config.database.driver === 'pglite'
+    ? openPglite(config.database.dataDir, config.appRole)
+    : openPostgres(config.database.url, config.database.poolSize, config.appRole);
+}
+
+/** Open, migrate (runtime first, then the given sets) and switch to the app role. */
+export async function openDatabase(
+  config: Pick<Config, 'database' | 'appRole'>,
+  sets: MigrationSet[],
+): Promise<{ db: Database; handle: DatabaseHandle }> {
+  const handle = await openHandle(config);
+  try {
+    await migrate(handle, [runtimeMigrations, ...sets], config.appRole);
+    return { db: await handle.app(), handle };
+  } catch (err) {
+    await handle.close().catch(() => undefined);
+    throw err;
+  }
+}

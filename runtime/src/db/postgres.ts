@@ -1,0 +1,160 @@
+/**
+ * Server driver: PostgreSQL through pg. The owner pool runs migrations; the app pool switches every connection
+ * to the non-owner role (SET ROLE) so Row-Level Security applies. NOTIFY arrives on one dedicated connection
+ * that reconnects with backoff and re-LISTENs.
+ */
+import pg from 'pg';
+import type { Database, DatabaseHandle, NotificationHandler, Queryable, QueryResult } from './types.js';
+import { assertChannel } from './types.js';
+
+function wrap(q: { query: pg.Pool['query'] } | pg.PoolClient): Queryable {
+  return {
+    async query<Row>(sql: string, params: unknown[] = []): Promise<QueryResult<Row>> {
+      const r = await (q as pg.Pool).query(sql, params);
+      return { rows: r.rows as Row[], rowCount: r.rowCount ?? r.rows.length };
+    },
+  };
+}
+
+function transactionOn(pool: pg.Pool): Database['transaction'] {
+  return async (fn) => {
+    const client = await pool.connect();
+    try {
+      await client.query('BEGIN');
+      const result = await fn(wrap(client));
+      await client.query('COMMIT');
+      return result;
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw err;
+    } finally {
+      client.release();
+    }
+  };
+}
+
+class Listener {
+  private client: pg.Client | null = null;
+  private readonly handlers = new Map<string, Set<NotificationHandler>>();
+  private readonly reconnectHandlers = new Map<string, Set<() => void>>();
+  private connecting: Promise<pg.Client> | null = null;
+  private closed = false;
+  private retryMs = 100;
+
+  constructor(
+    private readonly url: string,
+    private readonly role: string,
+  ) {}
+
+  private async connect(): Promise<pg.Client> {
+    if (this.client) return this.client;
+    if (this.connecting) return this.connecting;
+    this.connecting = (async () => {
+      const client = new pg.Client({ connectionString: this.url, options: `-c role=${this.role}` });
+      client.on('notification', (n) => {
+        for (const h of this.handlers.get(n.channel) ?? []) h(n.payload ?? '');
+      });
+      client.on('error', () => this.lost(client));
+      client.on('end', () => this.lost(client));
+      await client.connect();
+      for (const channel of this.handlers.keys()) await client.query(`LISTEN ${channel}`);
+      this.client = client;
+      this.retryMs = 100;
+      return client;
+    })().finally(() => {
+      this.connecting = null;
+    });
+    return this.connecting;
+  }
+
+  private lost(client: pg.Client): void {
+    if (this.client !== client) return;
+    this.client = null;
+    if (this.closed) return;
+    const retry = () => {
+      if (this.closed) return;
+      this.connect().then(
+        () => {
+          for (const set of this.reconnectHandlers.values()) for (const h of set) h();
+        },
+        () => {
+          this.retryMs = Math.min(this.retryMs * 2, 5_000);
+          setTimeout(retry, this.retryMs).unref();
+        },
+      );
+    };
+    setTimeout(retry, this.retryMs).unref();
+  }
+
+  async listen(channel: string, onNotify: NotificationHandler, onReconnect?: () => void) {
+    assertChannel(channel);
+    let set = this.handlers.get(channel);
+    const first = !set;
+    if (!set) this.handlers.set(channel, (set = new Set()));
+    set.add(onNotify);
+    if (onReconnect) {
+      if (!this.reconnectHandlers.has(channel)) this.reconnectHandlers.set(channel, new Set());
+      this.reconnectHandlers.get(channel)!.add(onReconnect);
+    }
+    const client = await this.connect();
+    if (first) await client.query(`LISTEN ${channel}`);
+    return async () => {
+      set.delete(onNotify);
+      if (onReconnect) this.reconnectHandlers.get(channel)?.delete(onReconnect);
+      if (set.size === 0) {
+        this.handlers.delete(channel);
+        await this.client?.query(`UNLISTEN ${channel}`).catch(() => undefined);
+      }
+    };
+  }
+
+  async close() {
+    this.closed = true;
+    const c = this.client;
+    this.client = null;
+    await c?.end().catch(() => undefined);
+  }
+}
+
+export async function openPostgres(
+  url: string,
+  poolSize: number,
+  appRole: string,
+): Promise<DatabaseHandle> {
+  const ownerPool = new pg.Pool({ connectionString: url, max: 2 });
+  ownerPool.on('error', () => undefined);
+  let appDb: Database | null = null;
+  let appPool: pg.Pool | null = null;
+  let listener: Listener | null = null;
+  return {
+    owner: { ...wrap(ownerPool), transaction: transactionOn(ownerPool) },
+    async app() {
+      if (appDb) return appDb;
+      // The role is a startup parameter: a connection that cannot take it fails instead of running as owner.
+      appPool = new pg.Pool({ connectionString: url, max: poolSize, options: `-c role=${appRole}` });
+      appPool.on('error', () => undefined);
+      const pool = appPool;
+      listener = new Listener(url, appRole);
+      const l = listener;
+      appDb = {
+        driver: 'postgres',
+        ...wrap(pool),
+        transaction: transactionOn(pool),
+        listen: (c, h, r) => l.listen(c, h, r),
+        async ping() {
+          await pool.query('select 1');
+        },
+        async close() {
+          await l.close();
+          await pool.end();
+        },
+      };
+      return appDb;
+    },
+    async close() {
+      await listener?.close();
+      await appPool?.end().catch(() => undefined);
+      await ownerPool.end().catch(() => undefined);
+    },
+  };
+}

@@ -1,0 +1,45 @@
+/** The database contract both drivers (PGlite in-process, PostgreSQL through pg) implement with the same SQL. */
+
+export interface QueryResult<Row> {
+  rows: Row[];
+  rowCount: number;
+}
+
+export interface Queryable {
+  query<Row = Record<string, unknown>>(sql: string, params?: unknown[]): Promise<QueryResult<Row>>;
+}
+
+export type NotificationHandler = (payload: string) => void;
+
+export interface Database extends Queryable {
+  readonly driver: 'pglite' | 'postgres';
+  /** Runs fn in one transaction (READ COMMITTED); commits if it resolves, rolls back if it throws. */
+  transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
+  /**
+   * Subscribes to NOTIFY on a channel. `onReconnect` runs after a lost listener connection is back, so callers
+   * can re-read what they may have missed. Resolves to an unsubscribe function.
+   */
+  listen(
+    channel: string,
+    onNotify: NotificationHandler,
+    onReconnect?: () => void,
+  ): Promise<() => Promise<void>>;
+  /** Cheap round trip for readiness checks. */
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** The owner connection migrations run on; the app then works as the non-owner role. */
+export interface DatabaseHandle {
+  /** Owner privileges: migrations only. */
+  owner: Queryable & { transaction: Database['transaction'] };
+  /** Switches the app connections to the non-owner role and returns them. Call after migrations. */
+  app(): Promise<Database>;
+  close(): Promise<void>;
+}
+
+export const CHANNEL_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
+
+export function assertChannel(channel: string): void {
+  if (!CHANNEL_NAME.test(channel)) throw new Error(`Invalid NOTIFY channel name: ${channel}`);
+}

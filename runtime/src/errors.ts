@@ -1,0 +1,90 @@
+/**
+ * The error-code table of DESIGN.md §4, read from schemas/errors.json (the same file the SDK generators read),
+ * and the one error class every server part throws.
+ */
+import { readFileSync } from 'node:fs';
+import { GraphQLError } from 'graphql';
+import { z } from 'zod';
+
+const ErrorTable = z.object({
+  codes: z.array(
+    z.object({
+      code: z.string().regex(/^[A-Z][A-Z_]+$/),
+      http: z.number().int().min(400).max(599),
+      retry: z.enum(['never', 'refresh-once', 'backoff', 'after']),
+      description: z.string(),
+    }),
+  ),
+});
+
+export type ErrorCodeEntry = z.infer<typeof ErrorTable>['codes'][number];
+
+const tablePath = new URL('../../schemas/errors.json', import.meta.url);
+export const errorTable: readonly ErrorCodeEntry[] = ErrorTable.parse(
+  JSON.parse(readFileSync(tablePath, 'utf8')),
+).codes;
+
+export type ErrorCode =
+  | 'BAD_USER_INPUT'
+  | 'GRAPHQL_PARSE_FAILED'
+  | 'GRAPHQL_VALIDATION_FAILED'
+  | 'QUERY_TOO_COMPLEX'
+  | 'UNAUTHENTICATED'
+  | 'FORBIDDEN'
+  | 'NOT_FOUND'
+  | 'PAYLOAD_TOO_LARGE'
+  | 'IDEMPOTENCY_KEY_REUSED'
+  | 'VERSION_CONFLICT'
+  | 'IDEMPOTENCY_KEY_IN_PROGRESS'
+  | 'RATE_LIMITED'
+  | 'INTERNAL_SERVER_ERROR'
+  | 'SERVICE_UNAVAILABLE';
+
+const byCode = new Map(errorTable.map((e) => [e.code, e]));
+for (const code of [
+  'BAD_USER_INPUT',
+  'GRAPHQL_PARSE_FAILED',
+  'GRAPHQL_VALIDATION_FAILED',
+  'QUERY_TOO_COMPLEX',
+  'UNAUTHENTICATED',
+  'FORBIDDEN',
+  'NOT_FOUND',
+  'PAYLOAD_TOO_LARGE',
+  'IDEMPOTENCY_KEY_REUSED',
+  'VERSION_CONFLICT',
+  'IDEMPOTENCY_KEY_IN_PROGRESS',
+  'RATE_LIMITED',
+  'INTERNAL_SERVER_ERROR',
+  'SERVICE_UNAVAILABLE',
+] satisfies ErrorCode[]) {
+  if (!byCode.has(code)) throw new Error(`schemas/errors.json lacks the code ${code}`);
+}
+
+/** HTTP status the code maps to when it is a request error (DESIGN.md §4). */
+export function httpStatusOf(code: string): number {
+  return byCode.get(code)?.http ?? 500;
+}
+
+/**
+ * An error a client can act on: a code from the table, a message that says what went wrong and what to do,
+ * and optional extensions (retryAfterMs, field path, ...). Never put secrets or user values in the message.
+ */
+export class AppError extends GraphQLError {
+  readonly code: ErrorCode;
+  constructor(code: ErrorCode, message: string, extensions: Record<string, unknown> = {}) {
+    super(message, { extensions: { ...extensions, code } });
+    this.code = code;
+    this.name = 'AppError';
+  }
+}
+
+export function badInput(message: string, extensions?: Record<string, unknown>): AppError {
+  return new AppError('BAD_USER_INPUT', message, extensions);
+}
+
+export function notFound(what: string): AppError {
+  return new AppError(
+    'NOT_FOUND',
+    `${what} was not found or is not visible to you. Check the id and the tenant your token is for.`,
+  );
+}

@@ -1,0 +1,75 @@
+/** Reading a request body with a hard size limit, and writing JSON answers. */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { AppError } from './errors.js';
+
+export async function readBody(req: IncomingMessage, maxBytes: number): Promise<Buffer> {
+  const declared = Number(req.headers['content-length']);
+  if (Number.isFinite(declared) && declared > maxBytes) throw tooLarge(maxBytes);
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > maxBytes) {
+      req.resume();
+      throw tooLarge(maxBytes);
+    }
+    chunks.push(chunk);
+  }
+  return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
+}
+
+function tooLarge(maxBytes: number): AppError {
+  return new AppError(
+    'PAYLOAD_TOO_LARGE',
+    `The request body is over the limit of ${maxBytes} bytes. Send less per request (see capabilities.limits).`,
+    { maxBodyBytes: maxBytes },
+  );
+}
+
+export function parseJsonBody(body: Buffer): unknown {
+  try {
+    return JSON.parse(body.toString('utf8'));
+  } catch {
+    throw new AppError(
+      'GRAPHQL_PARSE_FAILED',
+      'The request body is not valid JSON. Send {"query": "...", "variables": {...}} with Content-Type: application/json.',
+    );
+  }
+}
+
+export function sendJson(
+  res: ServerResponse,
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+  contentType = 'application/json; charset=utf-8',
+): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, {
+    'content-type': contentType,
+    'content-length': Buffer.byteLength(text),
+    ...headers,
+  });
+  res.end(text);
+}
+
+/** A request-level error answer in the GraphQL-over-HTTP shape, with the status from the error table. */
+export function sendRequestError(
+  res: ServerResponse,
+  err: AppError,
+  status: number,
+  correlationId: string,
+): void {
+  const extensions: Record<string, unknown> = { ...err.extensions, correlationId };
+  const headers: Record<string, string> = {};
+  const retryAfterMs = extensions['retryAfterMs'];
+  if (typeof retryAfterMs === 'number') headers['retry-after'] = String(Math.ceil(retryAfterMs / 1000));
+  sendJson(res, status, { errors: [{ message: err.message, extensions }] }, headers, graphqlContentType(res));
+}
+
+export const GRAPHQL_RESPONSE_JSON = 'application/graphql-response+json; charset=utf-8';
+
+function graphqlContentType(res: ServerResponse): string {
+  const accept = (res.req?.headers.accept ?? '').toLowerCase();
+  return accept.includes('application/graphql-response+json') ? GRAPHQL_RESPONSE_JSON : 'application/json; charset=utf-8';
+}

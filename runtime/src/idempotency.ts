@@ -1,0 +1,114 @@
+/**
+ * Server-side idempotency keys (DESIGN.md §5; IETF draft-ietf-httpapi-idempotency-key-header; brandur.org's
+ * Postgres design). Keys are scoped by (tenant, principal, key). The key row is inserted in the same transaction
+ * as the mutation's effect, so both commit or neither does:
+ *  - same key, same fingerprint  → the stored result, and the response is marked `idempotentReplay: true`;
+ *  - same key, other fingerprint → IDEMPOTENCY_KEY_REUSED;
+ *  - same key while the first request is still running → IDEMPOTENCY_KEY_IN_PROGRESS (retry with backoff).
+ * "Still running" is detected with a transaction-scoped advisory lock on the key, taken without waiting.
+ * A failed effect rolls back and leaves no key behind, so the client may retry with the same key.
+ */
+import { createHash } from 'node:crypto';
+import { canonicalJson } from './canonical-json.js';
+import type { Database, Queryable } from './db/types.js';
+import { AppError, badInput } from './errors.js';
+import { withTenant, type AuthContext } from './tenancy.js';
+
+const KEY = /^[\x21-\x7e]{8,255}$/;
+
+export interface IdempotentRequest {
+  /** The idempotency key the client sent (argument; the SDK also sends it as a header). */
+  key: string;
+  /** The mutation's schema coordinate, e.g. "Mutation.postMessage". */
+  operation: string;
+  /** The mutation's arguments without the key. */
+  args: Record<string, unknown>;
+}
+
+export interface IdempotencyOutcome<T> {
+  result: T;
+  replayed: boolean;
+}
+
+export function fingerprint(operation: string, args: Record<string, unknown>): string {
+  return createHash('sha256').update(canonicalJson({ operation, args })).digest('hex');
+}
+
+export function validateIdempotencyKey(key: string): void {
+  if (!KEY.test(key)) {
+    throw badInput(
+      'idempotencyKey must be 8 to 255 printable ASCII characters without spaces; generate one UUID per logical request and reuse it on retries.',
+      { argument: 'idempotencyKey' },
+    );
+  }
+}
+
+/**
+ * Runs `effect` at most once per key. The result must be JSON-serialisable; the first response and every replay
+ * return the same JSON.
+ */
+export async function runIdempotent<T>(
+  db: Database,
+  auth: AuthContext,
+  req: IdempotentRequest,
+  retentionSeconds: number,
+  effect: (tx: Queryable) => Promise<T>,
+): Promise<IdempotencyOutcome<T>> {
+  validateIdempotencyKey(req.key);
+  const fp = fingerprint(req.operation, req.args);
+  return withTenant(db, auth, async (tx) => {
+    const lock = await tx.query<{ locked: boolean }>(
+      'SELECT pg_try_advisory_xact_lock(hashtextextended($1, 0)) AS locked',
+      [`${auth.tenantId}\u0000${auth.principalId}\u0000${req.key}`],
+    );
+    if (!lock.rows[0]?.locked) {
+      throw new AppError(
+        'IDEMPOTENCY_KEY_IN_PROGRESS',
+        'A request with this idempotency key is still running. Retry the same request with backoff.',
+        { retryAfterMs: 250 },
+      );
+    }
+    const prior = await tx.query<{ fingerprint: string; response: T; live: boolean }>(
+      `SELECT fingerprint, response, expires_at > now() AS live FROM runtime.idempotency_keys
+        WHERE tenant_id = $1 AND principal_id = $2 AND key = $3`,
+      [auth.tenantId, auth.principalId, req.key],
+    );
+    const row = prior.rows[0];
+    if (row?.live) {
+      if (row.fingerprint !== fp) {
+        throw new AppError(
+          'IDEMPOTENCY_KEY_REUSED',
+          `This idempotency key was already used for a different request (${req.operation} with other arguments). Use a new key for a new request.`,
+        );
+      }
+      return { result: row.response, replayed: true };
+    }
+    if (row) {
+      await tx.query(
+        'DELETE FROM runtime.idempotency_keys WHERE tenant_id = $1 AND principal_id = $2 AND key = $3',
+        [auth.tenantId, auth.principalId, req.key],
+      );
+    }
+    const result = JSON.parse(JSON.stringify(await effect(tx))) as T;
+    await tx.query(
+      `INSERT INTO runtime.idempotency_keys
+         (tenant_id, principal_id, key, operation, fingerprint, response, expires_at)
+       VALUES ($1, $2, $3, $4, $5, $6, now() + make_interval(secs => $7))`,
+      [auth.tenantId, auth.principalId, req.key, req.operation, fp, JSON.stringify(result), retentionSeconds],
+    );
+    return { result, replayed: false };
+  });
+}
+
+/** Deletes expired keys in batches; returns how many went. */
+export async function purgeExpiredIdempotencyKeys(db: Database, batch = 1000): Promise<number> {
+  let total = 0;
+  for (;;) {
+    const r = await db.query<{ n: number }>('SELECT runtime.purge_expired_idempotency_keys($1) AS n', [
+      batch,
+    ]);
+    const n = Number(r.rows[0]?.n ?? 0);
+    total += n;
+    if (n < batch) return total;
+  }
+}

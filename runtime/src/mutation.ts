@@ -1,0 +1,27 @@
+/**
+ * What every mutation resolver goes through: authentication, then the idempotency key (DESIGN.md §5) around an
+ * effect that runs in a tenant-scoped transaction. A replay marks the response `extensions.idempotentReplay`.
+ */
+import type { Queryable } from './db/types.js';
+import { runIdempotent } from './idempotency.js';
+import type { SubgraphContext } from './subgraph-server.js';
+import { requireAuth, type AuthContext } from './tenancy.js';
+
+export async function idempotentMutation<T>(
+  ctx: SubgraphContext,
+  operation: string,
+  args: { idempotencyKey: string } & Record<string, unknown>,
+  effect: (tx: Queryable, auth: AuthContext) => Promise<T>,
+): Promise<T> {
+  const auth = requireAuth(ctx.auth);
+  const { idempotencyKey, ...rest } = args;
+  const { result, replayed } = await runIdempotent(
+    ctx.db,
+    auth,
+    { key: idempotencyKey, operation, args: rest },
+    ctx.config.idempotencyRetentionSeconds,
+    (tx) => effect(tx, auth),
+  );
+  if (replayed) ctx.responseExtensions['idempotentReplay'] = true;
+  return result;
+}

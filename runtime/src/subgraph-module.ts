@@ -1,0 +1,95 @@
+/**
+ * What a subgraph package exports, and how the runtime serves one: in-process next to the others (`npm start`)
+ * or on its own against PostgreSQL (`runStandalone`, one process per subgraph in production).
+ */
+import { readFileSync } from 'node:fs';
+import { buildSubgraphSchema } from '@apollo/subgraph';
+import type { GraphQLResolverMap } from '@apollo/subgraph/dist/schema-helper/resolverMap.js';
+import { parse, type GraphQLSchema } from 'graphql';
+import { createTokenVerifier, type TokenVerifier } from './auth.js';
+import { loadConfig, type Config, type SubgraphName } from './config.js';
+import { openDatabase } from './db/open.js';
+import type { MigrationSet } from './db/migrate.js';
+import type { Database } from './db/types.js';
+import { createLogger, type Logger } from './log.js';
+import { createSubgraphServer, type RouteHandler, type RunningServer, type SubgraphContext } from './subgraph-server.js';
+
+export interface SubgraphDeps {
+  config: Config;
+  db: Database;
+  log: Logger;
+}
+
+export interface SubgraphModule {
+  name: SubgraphName;
+  /** Path of the SDL file in schemas/. */
+  schemaFile: string;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  resolvers: GraphQLResolverMap<SubgraphContext> | any;
+  migrations: MigrationSet;
+  /** Extra HTTP routes (e.g. identity's JWKS). */
+  routes?(deps: SubgraphDeps): Record<string, RouteHandler>;
+  /** Background work (sweepers); returns a stop function. */
+  background?(deps: SubgraphDeps): () => Promise<void>;
+}
+
+export function schemaFileOf(name: SubgraphName): string {
+  return new URL(`../../schemas/${name}.graphql`, import.meta.url).pathname;
+}
+
+export function buildSchemaOf(module: SubgraphModule): GraphQLSchema {
+  return buildSubgraphSchema({
+    typeDefs: parse(readFileSync(module.schemaFile, 'utf8')),
+    resolvers: module.resolvers,
+  });
+}
+
+export interface ServedSubgraph extends RunningServer {
+  name: SubgraphName;
+}
+
+export async function serveSubgraph(
+  module: SubgraphModule,
+  deps: SubgraphDeps & { verifyToken?: TokenVerifier; port?: number },
+): Promise<ServedSubgraph> {
+  const { config, db } = deps;
+  const log = deps.log.child({ subgraph: module.name });
+  const verifyToken =
+    deps.verifyToken ??
+    createTokenVerifier({ issuer: config.tokenIssuer, audience: config.tokenAudience, keys: config.jwksUrl });
+  const { listen } = createSubgraphServer({
+    name: module.name,
+    schema: buildSchemaOf(module),
+    config,
+    db,
+    log,
+    verifyToken,
+    routes: module.routes?.({ config, db, log }),
+  });
+  const running = await listen(deps.port ?? config.subgraphPorts[module.name], config.host);
+  const stopBackground = module.background?.({ config, db, log });
+  return {
+    ...running,
+    name: module.name,
+    async close() {
+      await stopBackground?.();
+      await running.close();
+    },
+  };
+}
+
+/** Entry point of a subgraph run as its own process (`DATABASE_URL` set; see README). */
+export async function runStandalone(module: SubgraphModule): Promise<void> {
+  const config = loadConfig();
+  const log = createLogger({ service: module.name }, { level: config.logLevel });
+  const { db, handle } = await openDatabase(config, [module.migrations]);
+  const served = await serveSubgraph(module, { config, db, log });
+  const stop = async () => {
+    log.info('shutting down');
+    await served.close();
+    await handle.close();
+    process.exit(0);
+  };
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
+}

@@ -1,0 +1,290 @@
+/**
+ * The HTTP server every subgraph runs on: GraphQL over HTTP at POST /graphql, graphql-sse at /graphql/stream for
+ * the subscriptions it owns, /healthz (liveness, no I/O) and /readyz (readiness), plus routes a subgraph adds
+ * (e.g. identity's JWKS). Each request verifies its own token (zero trust), carries the correlation id it was
+ * given, runs under the same document limits as the gateway, and answers with codes from the error table.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import {
+  GraphQLError,
+  NoSchemaIntrospectionCustomRule,
+  parse,
+  specifiedRules,
+  validate,
+  type DocumentNode,
+  type ExecutionResult,
+  type GraphQLFormattedError,
+  type GraphQLSchema,
+  execute,
+} from 'graphql';
+import { createHandler } from 'graphql-sse/lib/use/http';
+import { z } from 'zod';
+import type { TokenVerifier } from './auth.js';
+import type { Config } from './config.js';
+import { CursorCodec } from './connection.js';
+import type { Database } from './db/types.js';
+import { AppError, httpStatusOf } from './errors.js';
+import { GRAPHQL_RESPONSE_JSON, parseJsonBody, readBody, sendJson, sendRequestError } from './http-body.js';
+import { checkDocumentLimits } from './limits.js';
+import { correlationIdFrom, withCorrelationId, type Logger } from './log.js';
+import { Lru } from './lru.js';
+import type { AuthContext } from './tenancy.js';
+
+export interface SubgraphContext {
+  auth: AuthContext | null;
+  db: Database;
+  log: Logger;
+  config: Config;
+  cursors: CursorCodec;
+  correlationId: string;
+  /** Merged into the response's `extensions` (e.g. idempotentReplay). */
+  responseExtensions: Record<string, unknown>;
+  /** Aborted when the client goes away or the server shuts down (streams use it). */
+  signal: AbortSignal;
+}
+
+export type RouteHandler = (req: IncomingMessage, res: ServerResponse) => Promise<void> | void;
+
+export interface SubgraphServerOptions {
+  name: string;
+  schema: GraphQLSchema;
+  config: Config;
+  db: Database;
+  log: Logger;
+  verifyToken: TokenVerifier;
+  /** Extra routes by exact path (GET and POST). */
+  routes?: Record<string, RouteHandler>;
+}
+
+export interface RunningServer {
+  server: Server;
+  url: string;
+  close(): Promise<void>;
+}
+
+const GraphQLRequest = z.object({
+  query: z.string().min(1).max(200_000),
+  operationName: z.string().nullish(),
+  variables: z.record(z.string(), z.unknown()).nullish(),
+  extensions: z.record(z.string(), z.unknown()).nullish(),
+});
+
+interface Prepared {
+  document?: DocumentNode;
+  error?: AppError;
+}
+
+/** Turns any thrown error into a client-safe formatted error with a code; unexpected ones are logged and masked. */
+export function formatError(err: GraphQLError, log: Logger, correlationId: string): GraphQLFormattedError {
+  const original = err.originalError;
+  if (original instanceof AppError || (!original && err.extensions['code'])) {
+    return err.toJSON();
+  }
+  if (!original) {
+    return { ...err.toJSON(), extensions: { ...err.extensions, code: 'GRAPHQL_VALIDATION_FAILED' } };
+  }
+  if (original instanceof GraphQLError && original.extensions['code']) return original.toJSON();
+  log.error('resolver failed', { path: err.path, error: original });
+  return {
+    message: `Internal server error. Retry later; if it persists, report correlation id ${correlationId}.`,
+    path: err.path,
+    locations: err.locations,
+    extensions: { code: 'INTERNAL_SERVER_ERROR' },
+  };
+}
+
+export function createSubgraphServer(opts: SubgraphServerOptions): {
+  server: Server;
+  listen(port: number, host: string): Promise<RunningServer>;
+} {
+  const { schema, config, db, log, verifyToken } = opts;
+  const cursors = new CursorCodec(config.cursorSecret);
+  const documents = new Lru<string, Prepared>(1000);
+  const rules = config.introspection ? specifiedRules : [...specifiedRules, NoSchemaIntrospectionCustomRule];
+  const streams = new Set<AbortController>();
+  let shuttingDown = false;
+
+  const prepare = (query: string): Prepared => {
+    let prepared = documents.get(query);
+    if (prepared) return prepared;
+    let document: DocumentNode;
+    try {
+      document = parse(query);
+    } catch (err) {
+      prepared = {
+        error: new AppError('GRAPHQL_PARSE_FAILED', `The query does not parse: ${(err as Error).message}`),
+      };
+      documents.set(query, prepared);
+      return prepared;
+    }
+    const errors = validate(schema, document, rules);
+    prepared = errors.length
+      ? {
+          error: new AppError(
+            'GRAPHQL_VALIDATION_FAILED',
+            errors.map((e) => e.message).join(' '),
+          ),
+        }
+      : { document };
+    documents.set(query, prepared);
+    return prepared;
+  };
+
+  const contextFor = async (req: IncomingMessage, correlationId: string, signal: AbortSignal) => {
+    const auth = await verifyToken(req.headers.authorization);
+    const ctx: SubgraphContext = {
+      auth,
+      db,
+      log: log.child({}),
+      config,
+      cursors,
+      correlationId,
+      responseExtensions: {},
+      signal,
+    };
+    return ctx;
+  };
+
+  const handleGraphQL = async (req: IncomingMessage, res: ServerResponse, correlationId: string) => {
+    if (req.method !== 'POST') {
+      res.writeHead(405, { allow: 'POST' }).end();
+      return;
+    }
+    const body = GraphQLRequest.safeParse(parseJsonBody(await readBody(req, config.limits.maxBodyBytes)));
+    if (!body.success) {
+      throw new AppError('BAD_USER_INPUT', 'The request must be {"query": string, "variables"?: object, "operationName"?: string}.');
+    }
+    const { query, variables, operationName } = body.data;
+    const prepared = prepare(query);
+    if (prepared.error) throw prepared.error;
+    const document = prepared.document!;
+    checkDocumentLimits(document, operationName, variables, config.limits);
+    const abort = new AbortController();
+    const ctx = await contextFor(req, correlationId, abort.signal);
+    const result = (await execute({
+      schema,
+      document,
+      variableValues: variables ?? undefined,
+      operationName: operationName ?? undefined,
+      contextValue: ctx,
+    })) as ExecutionResult;
+    if (!('data' in result) || result.data === undefined) {
+      // Variable coercion or operation selection failed: a request error.
+      const first = result.errors?.[0];
+      throw new AppError('BAD_USER_INPUT', first?.message ?? 'The request could not be executed.');
+    }
+    const out: Record<string, unknown> = { data: result.data };
+    if (result.errors?.length) out['errors'] = result.errors.map((e) => formatError(e, ctx.log, correlationId));
+    const extensions = { ...result.extensions, ...ctx.responseExtensions };
+    if (Object.keys(extensions).length) out['extensions'] = extensions;
+    const accept = (req.headers.accept ?? '').toLowerCase();
+    sendJson(
+      res,
+      200,
+      out,
+      {},
+      accept.includes('application/graphql-response+json') ? GRAPHQL_RESPONSE_JSON : undefined,
+    );
+  };
+
+  const sse = createHandler<SubgraphContext & Record<PropertyKey, unknown>>({
+    schema,
+    authenticate: () => null as unknown as string, // distinct-connections mode only
+    context: async (req) => {
+      const raw = req.raw;
+      const correlationId = correlationIdFrom(raw.headers['x-correlation-id']);
+      const abort = new AbortController();
+      streams.add(abort);
+      raw.once('close', () => {
+        abort.abort();
+        streams.delete(abort);
+      });
+      return (await contextFor(raw, correlationId, abort.signal)) as SubgraphContext & Record<PropertyKey, unknown>;
+    },
+    onSubscribe: (req, params) => {
+      const prepared = prepare(params.query as string);
+      if (prepared.error) {
+        return [
+          JSON.stringify({ errors: [{ message: prepared.error.message, extensions: prepared.error.extensions }] }),
+          { status: 400, statusText: 'Bad Request' },
+        ];
+      }
+      return undefined;
+    },
+  });
+
+  const server = createServer((req, res) => {
+    const correlationId = correlationIdFrom(req.headers['x-correlation-id']);
+    res.setHeader('x-correlation-id', correlationId);
+    const path = (req.url ?? '/').split('?')[0]!;
+    withCorrelationId(correlationId, async () => {
+      try {
+        if (path === '/graphql') return await handleGraphQL(req, res, correlationId);
+        if (path === '/graphql/stream') {
+          if (shuttingDown) throw new AppError('SERVICE_UNAVAILABLE', 'Shutting down; reconnect.', { retryAfterMs: 1000 });
+          res.setHeader('x-accel-buffering', 'no');
+          res.setHeader('cache-control', 'no-cache, no-transform');
+          return await sse(req, res);
+        }
+        if (path === '/healthz') return sendJson(res, 200, { status: 'ok' });
+        if (path === '/readyz') {
+          if (shuttingDown) return sendJson(res, 503, { status: 'unavailable' });
+          try {
+            await db.ping();
+            return sendJson(res, 200, { status: 'ready' });
+          } catch {
+            return sendJson(res, 503, { status: 'unavailable' });
+          }
+        }
+        const route = opts.routes?.[path];
+        if (route) return await route(req, res);
+        sendJson(res, 404, { error: 'not_found', message: `No route ${path}` });
+      } catch (err) {
+        if (res.headersSent) {
+          res.destroy();
+          return;
+        }
+        if (err instanceof AppError) {
+          return sendRequestError(res, err, httpStatusOf(err.code), correlationId);
+        }
+        log.error('request failed', { path, error: err });
+        sendRequestError(
+          res,
+          new AppError('INTERNAL_SERVER_ERROR', `Internal server error. Report correlation id ${correlationId}.`),
+          500,
+          correlationId,
+        );
+      }
+    });
+  });
+  server.keepAliveTimeout = 65_000;
+
+  return {
+    server,
+    listen(port, host) {
+      return new Promise((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(port, host, () => {
+          server.off('error', reject);
+          const addr = server.address() as AddressInfo;
+          const url = `http://${host}:${addr.port}`;
+          log.info('subgraph listening', { subgraph: opts.name, url: `${url}/graphql` });
+          resolve({
+            server,
+            url,
+            async close() {
+              shuttingDown = true;
+              for (const s of streams) s.abort();
+              await new Promise<void>((r) => {
+                server.close(() => r());
+                server.closeIdleConnections();
+                setTimeout(() => server.closeAllConnections(), config.shutdownGraceMs).unref();
+              });
+            },
+          });
+        });
+      });
+    },
+  };
+}

@@ -1,0 +1,50 @@
+/**
+ * A fresh, empty database for one test file: an in-memory PGlite by default, or, when DATABASE_URL is set, a new
+ * database created on that PostgreSQL server (dropped afterwards). Returns the environment to load config from.
+ */
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+
+export interface TestDatabase {
+  driver: 'pglite' | 'postgres';
+  /** Environment variables for loadConfig() that point at this database. */
+  env: Record<string, string>;
+  drop(): Promise<void>;
+}
+
+export async function provisionTestDatabase(
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<TestDatabase> {
+  const base = env['DATABASE_URL'];
+  const cursorSecret = randomBytes(32).toString('base64url');
+  if (!base) {
+    return {
+      driver: 'pglite',
+      env: { DATA_DIR: 'memory://', CURSOR_SECRET: cursorSecret },
+      drop: async () => undefined,
+    };
+  }
+  const name = `agentgraph_test_${Date.now().toString(36)}_${randomBytes(4).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: base });
+  await admin.connect();
+  try {
+    await admin.query(`CREATE DATABASE ${name}`);
+  } finally {
+    await admin.end();
+  }
+  const url = new URL(base);
+  url.pathname = `/${name}`;
+  return {
+    driver: 'postgres',
+    env: { DATABASE_URL: url.toString(), CURSOR_SECRET: cursorSecret },
+    async drop() {
+      const c = new pg.Client({ connectionString: base });
+      await c.connect();
+      try {
+        await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      } finally {
+        await c.end();
+      }
+    },
+  };
+}
