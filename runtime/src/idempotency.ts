@@ -59,7 +59,7 @@ export async function runIdempotent<T>(
   return withTenant(db, auth, async (tx) => {
     const lock = await tx.query<{ locked: boolean }>(
       'SELECT pg_try_advisory_xact_lock(hashtextextended($1, 0)) AS locked',
-      [`${auth.tenantId}\u0000${auth.principalId}\u0000${req.key}`],
+      [`${auth.tenantId}\n${auth.principalId}\n${req.key}`],
     );
     if (!lock.rows[0]?.locked) {
       throw new AppError(
