@@ -1,4 +1,5 @@
 export * from './auth.js';
+export * from './batch.js';
 export * from './canonical-json.js';
 export * from './config.js';
 export * from './connection.js';
