@@ -196,10 +196,15 @@ export function createSubgraphServer(opts: SubgraphServerOptions): {
       const correlationId = correlationIdFrom(raw.headers['x-correlation-id']);
       const abort = new AbortController();
       streams.add(abort);
-      raw.once('close', () => {
+      // The response, not the request: since Node 16 a request emits 'close' once its body is read, before the
+      // stream even starts, so the client leaving was never noticed. The response closes when the client goes.
+      const res = req.context.res;
+      const gone = () => {
         abort.abort();
         streams.delete(abort);
-      });
+      };
+      if (res.closed) gone();
+      else res.once('close', gone);
       return (await contextFor(raw, correlationId, abort.signal)) as SubgraphContext & Record<PropertyKey, unknown>;
     },
     onSubscribe: (req, params) => {
