@@ -39,25 +39,41 @@ export function checkDocumentLimits(
       ? operations[0]
       : undefined;
   if (!op) return; // validation reports the missing or ambiguous operation
-  let aliases = 0;
-
   const pageValue = (v: ValueNode): unknown =>
     v.kind === Kind.INT ? Number(v.value) : v.kind === Kind.VARIABLE ? variables?.[v.name.value] : undefined;
+  const tooDeep = () =>
+    new AppError(
+      'QUERY_TOO_COMPLEX',
+      `The document nests deeper than ${limits.maxDepth} levels. Ask for less at once.`,
+      { limit: 'maxDepth', max: limits.maxDepth },
+    );
+  const tooManyAliases = () =>
+    new AppError(
+      'QUERY_TOO_COMPLEX',
+      `The document uses more than ${limits.maxAliases} aliases. Split it into several requests.`,
+      { limit: 'maxAliases', max: limits.maxAliases },
+    );
 
-  const walk = (set: SelectionSetNode, depth: number, seen: Set<string>): number => {
-    let deepest = depth;
+  // What a selection set adds below its level: its deepest nesting and the aliases it expands to. Each
+  // fragment is summarised once and reused, so fragments that spread each other many times cost time linear
+  // in the document, not in the (exponential) number of paths through it. `base` is the set's own depth.
+  interface Summary {
+    depth: number;
+    aliases: number;
+  }
+  const summaries = new Map<string, Summary>();
+  const summarize = (set: SelectionSetNode, base: number, visiting: Set<string>): Summary => {
+    let depth = 0;
+    let aliases = 0;
+    const add = (s: Summary, extraDepth: number) => {
+      depth = Math.max(depth, s.depth + extraDepth);
+      aliases += s.aliases;
+      if (base + depth > limits.maxDepth) throw tooDeep();
+      if (aliases > limits.maxAliases) throw tooManyAliases();
+    };
     for (const sel of set.selections) {
       if (sel.kind === Kind.FIELD) {
-        if (sel.alias) {
-          aliases++;
-          if (aliases > limits.maxAliases) {
-            throw new AppError(
-              'QUERY_TOO_COMPLEX',
-              `The document uses more than ${limits.maxAliases} aliases. Split it into several requests.`,
-              { limit: 'maxAliases', max: limits.maxAliases },
-            );
-          }
-        }
+        if (sel.alias) add({ depth: 0, aliases: 1 }, 0);
         for (const arg of sel.arguments ?? []) {
           if (!PAGE_ARGS.has(arg.name.value)) continue;
           const n = pageValue(arg.value);
@@ -69,28 +85,26 @@ export function checkDocumentLimits(
           }
         }
         if (sel.selectionSet) {
-          const d = depth + 1;
-          if (d > limits.maxDepth) {
-            throw new AppError(
-              'QUERY_TOO_COMPLEX',
-              `The document nests deeper than ${limits.maxDepth} levels. Ask for less at once.`,
-              { limit: 'maxDepth', max: limits.maxDepth },
-            );
-          }
-          deepest = Math.max(deepest, walk(sel.selectionSet, d, seen));
+          if (base + 1 > limits.maxDepth) throw tooDeep(); // before descending: no deep recursion on a bomb
+          add(summarize(sel.selectionSet, base + 1, visiting), 1);
         }
       } else if (sel.kind === Kind.INLINE_FRAGMENT) {
-        deepest = Math.max(deepest, walk(sel.selectionSet, depth, seen));
+        add(summarize(sel.selectionSet, base, visiting), 0);
       } else {
         const name = sel.name.value;
         const frag = fragments.get(name);
-        if (!frag || seen.has(name)) continue; // unknown or cyclic: validation rejects it
-        seen.add(name);
-        deepest = Math.max(deepest, walk(frag.selectionSet, depth, seen));
-        seen.delete(name);
+        if (!frag || visiting.has(name)) continue; // unknown or cyclic: validation rejects it
+        let s = summaries.get(name);
+        if (!s) {
+          visiting.add(name);
+          s = summarize(frag.selectionSet, base, visiting);
+          visiting.delete(name);
+          summaries.set(name, s);
+        }
+        add(s, 0);
       }
     }
-    return deepest;
+    return { depth, aliases };
   };
-  walk(op.selectionSet, 0, new Set());
+  summarize(op.selectionSet, 0, new Set());
 }
