@@ -11,7 +11,8 @@ function wrap(q: { query: PGlite['query'] }): Queryable {
   return {
     async query<Row>(sql: string, params: unknown[] = []): Promise<QueryResult<Row>> {
       const r = await q.query<Row>(sql, params);
-      return { rows: r.rows, rowCount: r.affectedRows ?? r.rows.length };
+      // PGlite reports affectedRows = 0 for a SELECT; pg's rowCount is the number of rows returned.
+      return { rows: r.rows, rowCount: r.rows.length || (r.affectedRows ?? 0) };
     },
   };
 }
