@@ -25,12 +25,16 @@ export interface Migration {
 }
 
 const FILE = /^(\d{3,})_([a-z0-9_]+)\.sql$/;
-const ALLOW = /^--\s*migration:\s*allow-destructive:\s*\S.{9,}$/m;
+// The marker must hold its reason on its own line (`[ \t]`, not `\s`, which would read the next statement as one).
+const ALLOW = /^--[ \t]*migration:[ \t]*allow-destructive:[ \t]*\S[^\n]{9,}$/m;
 const DESTRUCTIVE = [
-  /\bdrop\s+(table|column|schema|type|view|materialized\s+view|function|index|policy|constraint|sequence|trigger|role)\b/i,
-  /\brename\s+(to|column|constraint)\b/i,
+  // DROP TABLE/COLUMN/..., and ALTER TABLE t DROP c (COLUMN is optional); DROP NOT NULL / DEFAULT only relax.
+  /\bdrop\s+(?!not\s+null\b|default\b)\S+/i,
+  // RENAME TO / COLUMN / CONSTRAINT, and ALTER TABLE t RENAME a TO b.
+  /\brename\s+\S+/i,
   /\btruncate\b/i,
-  /\balter\s+column\s+\S+\s+(set\s+data\s+)?type\b/i,
+  // ALTER [COLUMN] c [SET DATA] TYPE, after ALTER TABLE t or a comma (COLUMN is optional there too).
+  /(\balter\s+column|\balter\s+table\s+(if\s+exists\s+)?(only\s+)?\S+\s+alter|,\s*alter)\s+(column\s+)?\S+\s+(set\s+data\s+)?type\b/i,
 ];
 
 export class MigrationError extends Error {
@@ -40,8 +44,9 @@ export class MigrationError extends Error {
   }
 }
 
-function stripComments(sql: string): string {
-  return sql.replace(/--.*$/gm, '').replace(/\/\*[\s\S]*?\*\//g, '');
+/** The SQL without comments, string literals and quoted identifiers: the part the destructive check reads. */
+function codeOnly(sql: string): string {
+  return sql.replace(/--[^\n]*|\/\*[\s\S]*?\*\/|'(?:[^']|'')*'|"(?:[^"]|"")*"/g, ' ');
 }
 
 export function readMigrations(set: MigrationSet): Migration[] {
@@ -58,7 +63,7 @@ export function readMigrations(set: MigrationSet): Migration[] {
     if (seen.has(version)) throw new MigrationError(`${set.dir}: two migrations numbered ${m[1]}`);
     seen.add(version);
     const sql = readFileSync(join(set.dir, file), 'utf8');
-    const body = stripComments(sql);
+    const body = codeOnly(sql);
     const hit = DESTRUCTIVE.find((re) => re.test(body));
     if (hit && !ALLOW.test(sql)) {
       throw new MigrationError(
