@@ -162,7 +162,7 @@ export function splitStatements(sql: string): string[] {
       i = end === -1 ? sql.length : end + 2;
       continue;
     }
-    const dollar = /^\$[A-Za-z_]*\$/.exec(rest);
+    const dollar = /^\$(?:[A-Za-z_][A-Za-z0-9_]*)?\$/.exec(rest); // tags are identifiers: $fn1$ too
     if (dollar) {
       const tag = dollar[0];
       const end = sql.indexOf(tag, i + tag.length);
