@@ -52,7 +52,7 @@ function codeOnly(sql: string): string {
 export function readMigrations(set: MigrationSet): Migration[] {
   const files = readdirSync(set.dir).filter((f) => f.endsWith('.sql')).sort();
   const seen = new Set<number>();
-  return files.map((file) => {
+  const migrations = files.map((file) => {
     const m = FILE.exec(file);
     if (!m) {
       throw new MigrationError(
@@ -79,6 +79,8 @@ export function readMigrations(set: MigrationSet): Migration[] {
       checksum: createHash('sha256').update(sql).digest('hex'),
     };
   });
+  // By number, not by name: "1000_x.sql" sorts before "999_y.sql" as text.
+  return migrations.sort((a, b) => a.version - b.version);
 }
 
 const BOOTSTRAP = `
