@@ -20,12 +20,11 @@ export const CreatePluginArgs = z.object({
   input: z.object({
     name: z
       .string()
-      .regex(PLUGIN_NAME, 'must be 2 to 63 characters: a lowercase letter, then lowercase letters, digits or "-"'),
-    displayName: z
-      .string()
-      .trim()
-      .min(1, 'must not be empty')
-      .max(100, 'must be at most 100 characters'),
+      .regex(
+        PLUGIN_NAME,
+        'must be 2 to 63 characters: a lowercase letter, then lowercase letters, digits or "-"',
+      ),
+    displayName: z.string().trim().min(1, 'must not be empty').max(100, 'must be at most 100 characters'),
     description: z
       .string()
       .max(2000, 'must be at most 2000 characters')
@@ -43,7 +42,10 @@ export const DeclareReleaseArgs = z.object({
     version: z
       .string()
       .max(64, 'must be at most 64 characters')
-      .regex(SEMVER, 'must be a semantic version MAJOR.MINOR.PATCH with an optional -prerelease, e.g. 1.4.0 or 2.0.0-beta.1'),
+      .regex(
+        SEMVER,
+        'must be a semantic version MAJOR.MINOR.PATCH with an optional -prerelease, e.g. 1.4.0 or 2.0.0-beta.1',
+      ),
   }),
 });
 

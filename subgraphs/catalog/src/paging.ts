@@ -62,7 +62,13 @@ export async function keysetPage<T>(
 
 function decodeKey(key: SortKey, validValue: (value: string) => boolean): After {
   const [value, id] = key;
-  if (key.length !== 2 || typeof value !== 'string' || typeof id !== 'string' || !validValue(value) || !UUID.test(id)) {
+  if (
+    key.length !== 2 ||
+    typeof value !== 'string' ||
+    typeof id !== 'string' ||
+    !validValue(value) ||
+    !UUID.test(id)
+  ) {
     // MAC-valid but not our shape: a cursor from an older format. Same answer as any foreign cursor.
     throw badInput(
       'The cursor in "after" is not valid for this list (altered, expired, or from another list). Start again without "after".',

@@ -2,9 +2,22 @@
  * Resolvers of schemas/catalog.graphql, typed by the generated Resolvers. Reads run in withTenant, writes in
  * idempotentMutation; both go through Row-Level Security, so another tenant's rows are simply not there.
  */
-import { DateTimeScalar, idempotentMutation, loaderFor, withTenant, type SubgraphContext } from '@agentgraph/runtime';
+import {
+  DateTimeScalar,
+  idempotentMutation,
+  loaderFor,
+  withTenant,
+  type SubgraphContext,
+} from '@agentgraph/runtime';
 import type { Resolvers } from './generated/resolvers.js';
-import { CreatePluginArgs, DeclareReleaseArgs, isUuid, parseArgs, requireReader, requireWriter } from './input.js';
+import {
+  CreatePluginArgs,
+  DeclareReleaseArgs,
+  isUuid,
+  parseArgs,
+  requireReader,
+  requireWriter,
+} from './input.js';
 import type { PluginModel, ReleaseModel } from './models.js';
 import { anyKey, keysetPage, timeKey } from './paging.js';
 import * as store from './store.js';

@@ -15,9 +15,17 @@ import { cursorTime, type After, type Keyed } from './paging.js';
 
 const PLUGIN = 'p.id, p.name, p.display_name, p.description, p.publisher, p.created_at';
 const RELEASE = 'r.id, r.plugin_id, r.version, r.state, r.created_by, r.created_at';
-const PLUGIN_AS = 'p.id AS p_id, p.name AS p_name, p.display_name AS p_display_name, p.description AS p_description, p.publisher AS p_publisher, p.created_at AS p_created_at';
+const PLUGIN_AS =
+  'p.id AS p_id, p.name AS p_name, p.display_name AS p_display_name, p.description AS p_description, p.publisher AS p_publisher, p.created_at AS p_created_at';
 
-type Prefixed = { p_id: string; p_name: string; p_display_name: string; p_description: string; p_publisher: string; p_created_at: Date };
+type Prefixed = {
+  p_id: string;
+  p_name: string;
+  p_display_name: string;
+  p_description: string;
+  p_publisher: string;
+  p_created_at: Date;
+};
 
 const pluginOf = (row: Prefixed): PluginModel =>
   toPlugin({
@@ -54,7 +62,10 @@ export async function createPlugin(tx: Queryable, auth: AuthContext, p: NewPlugi
 
 /** Plugins by id (lowercase uuids); batched per request for entity references. */
 export async function findPlugins(tx: Queryable, ids: readonly string[]): Promise<Map<string, PluginModel>> {
-  const r = await tx.query<PluginRow>(`SELECT ${PLUGIN} FROM catalog.plugins p WHERE p.id = ANY($1::uuid[])`, [ids]);
+  const r = await tx.query<PluginRow>(
+    `SELECT ${PLUGIN} FROM catalog.plugins p WHERE p.id = ANY($1::uuid[])`,
+    [ids],
+  );
   return new Map(r.rows.map((row) => [row.id, toPlugin(row)]));
 }
 
@@ -62,7 +73,11 @@ export async function findPlugin(tx: Queryable, id: string): Promise<PluginModel
   return (await findPlugins(tx, [id])).get(id) ?? null;
 }
 
-export async function listPlugins(tx: Queryable, limit: number, after: After | null): Promise<Keyed<PluginModel>[]> {
+export async function listPlugins(
+  tx: Queryable,
+  limit: number,
+  after: After | null,
+): Promise<Keyed<PluginModel>[]> {
   const r = await tx.query<PluginRow>(
     `SELECT ${PLUGIN} FROM catalog.plugins p
       ${after ? 'WHERE (p.name, p.id) > ($2::text COLLATE "C", $3::uuid)' : ''}
@@ -98,7 +113,10 @@ export async function declareRelease(
 }
 
 /** Releases by id with their plugin, in one query; batched per request for entity references. */
-export async function findReleases(tx: Queryable, ids: readonly string[]): Promise<Map<string, ReleaseModel>> {
+export async function findReleases(
+  tx: Queryable,
+  ids: readonly string[],
+): Promise<Map<string, ReleaseModel>> {
   const r = await tx.query<ReleaseRow & Prefixed>(
     `SELECT ${RELEASE}, ${PLUGIN_AS}
        FROM catalog.releases r

@@ -61,7 +61,11 @@ describe('plugins', () => {
   it('creates a plugin published by the caller and reads it back', async () => {
     const p = newPrincipal('OPERATOR');
     const r = dataOf(
-      await createPlugin(p, { name: 'web-search', displayName: '  Web search  ', description: 'Searches the web' }),
+      await createPlugin(p, {
+        name: 'web-search',
+        displayName: '  Web search  ',
+        description: 'Searches the web',
+      }),
     );
     const plugin = r.createPlugin.plugin;
     expect(plugin).toMatchObject({
@@ -70,7 +74,9 @@ describe('plugins', () => {
       description: 'Searches the web',
       publisher: { id: p.userId },
     });
-    const read = dataOf(await h.gql(p, `query ($id: ID!) { plugin(id: $id) { id name description } }`, { id: plugin.id }));
+    const read = dataOf(
+      await h.gql(p, `query ($id: ID!) { plugin(id: $id) { id name description } }`, { id: plugin.id }),
+    );
     expect(read.plugin).toEqual({ id: plugin.id, name: 'web-search', description: 'Searches the web' });
     const noDescription = dataOf(await createPlugin(p, { name: 'quiet', description: null }));
     expect(noDescription.createPlugin.plugin.description).toBe('');
@@ -89,7 +95,10 @@ describe('plugins', () => {
 
   it('lets exactly one of two concurrent creates of one name succeed', async () => {
     const p = newPrincipal();
-    const results = await Promise.all([createPlugin(p, { name: 'racer' }), createPlugin(p, { name: 'racer' })]);
+    const results = await Promise.all([
+      createPlugin(p, { name: 'racer' }),
+      createPlugin(p, { name: 'racer' }),
+    ]);
     expect(results.map((r) => String(codeOf(r) ?? 'ok')).sort()).toEqual(['BAD_USER_INPUT', 'ok']);
   });
 
@@ -110,7 +119,8 @@ describe('plugins', () => {
       expect(codeOf(r), field).toBe('BAD_USER_INPUT');
       expect(r.body.errors?.[0]?.extensions?.['field']).toBe(field);
       const message = r.body.errors?.[0]?.message ?? '';
-      for (const value of Object.values(input)) if (String(value).trim().length > 3) expect(message).not.toContain(value);
+      for (const value of Object.values(input))
+        if (String(value).trim().length > 3) expect(message).not.toContain(value);
     }
     expect(codeOf(await createPlugin(p, { name: 'a'.repeat(63) }))).toBeUndefined();
     expect(codeOf(await createPlugin(p, { name: 'ab' }))).toBeUndefined();
@@ -146,7 +156,19 @@ describe('plugins', () => {
     }
     // Byte order ("C" collation, the same on every server): '-' < digits < letters. Every original name once, in
     // order; a name added ahead of the cursor shows up in place, one added behind it does not.
-    expect(seen).toEqual(['a-b', 'ab', 'alpha', 'bravo', 'charlie', 'delta', 'echo', 'foxtrot', 'golf', 'hotel', 'zz']);
+    expect(seen).toEqual([
+      'a-b',
+      'ab',
+      'alpha',
+      'bravo',
+      'charlie',
+      'delta',
+      'echo',
+      'foxtrot',
+      'golf',
+      'hotel',
+      'zz',
+    ]);
   });
 
   it('caps the page size and rejects foreign or altered cursors', async () => {
@@ -166,10 +188,24 @@ describe('releases', () => {
   it('declares releases awaiting upload and lists them newest first across pages', async () => {
     const p = newPrincipal();
     const id = await pluginId(p, 'releaser');
-    const versions = ['0.1.0', '0.2.0', '1.0.0-alpha', '1.0.0-alpha.1', '1.0.0-0.3.7', '1.0.0', '1.0.1', '10.20.30'];
+    const versions = [
+      '0.1.0',
+      '0.2.0',
+      '1.0.0-alpha',
+      '1.0.0-alpha.1',
+      '1.0.0-0.3.7',
+      '1.0.0',
+      '1.0.1',
+      '10.20.30',
+    ];
     for (const v of versions) {
       const r = dataOf(await declare(p, id, v)).declareRelease.release;
-      expect(r).toMatchObject({ version: v, state: 'AWAITING_UPLOAD', createdBy: { id: p.userId }, plugin: { id, name: 'releaser' } });
+      expect(r).toMatchObject({
+        version: v,
+        state: 'AWAITING_UPLOAD',
+        createdBy: { id: p.userId },
+        plugin: { id, name: 'releaser' },
+      });
     }
     const seen: string[] = [];
     let after: string | null = null;
@@ -199,7 +235,19 @@ describe('releases', () => {
   it('accepts only MAJOR.MINOR.PATCH with an optional prerelease', async () => {
     const p = newPrincipal();
     const id = await pluginId(p, 'strict');
-    for (const bad of ['1', '1.2', 'v1.2.3', '01.2.3', '1.02.3', '1.2.3-', '1.2.3-01', '1.2.3+build', '1.2.3-a..b', ' 1.2.3', `1.2.3-${'x'.repeat(60)}`]) {
+    for (const bad of [
+      '1',
+      '1.2',
+      'v1.2.3',
+      '01.2.3',
+      '1.02.3',
+      '1.2.3-',
+      '1.2.3-01',
+      '1.2.3+build',
+      '1.2.3-a..b',
+      ' 1.2.3',
+      `1.2.3-${'x'.repeat(60)}`,
+    ]) {
       const r = await declare(p, id, bad);
       expect(codeOf(r), bad).toBe('BAD_USER_INPUT');
       expect(r.body.errors?.[0]?.extensions?.['field']).toBe('input.version');
@@ -262,7 +310,9 @@ describe('roles and tenants', () => {
     expect(codeOf(await declare(viewer, id, '1.0.0'))).toBe('FORBIDDEN');
     expect(dataOf(await h.gql(viewer, PLUGINS, { first: 10 })).plugins.edges).toHaveLength(1);
     expect(codeOf(await h.gql(null, PLUGINS, { first: 10 }))).toBe('UNAUTHENTICATED');
-    expect(codeOf(await createPlugin(null as unknown as Principal, { name: 'anon' }))).toBe('UNAUTHENTICATED');
+    expect(codeOf(await createPlugin(null as unknown as Principal, { name: 'anon' }))).toBe(
+      'UNAUTHENTICATED',
+    );
   });
 
   it("keeps tenant A's plugins and releases out of tenant B's reads, lists and entity references", async () => {
@@ -279,11 +329,9 @@ describe('roles and tenants', () => {
       { id, name: 'private', publisher: { id: a.userId } },
       { id: release, version: '1.0.0', plugin: { id } },
     ]);
-    expect(dataOf(await h.gql(b, ENTITIES, { reps: [...reps, { __typename: 'Plugin', id: 'nope' }] }))._entities).toEqual([
-      null,
-      null,
-      null,
-    ]);
+    expect(
+      dataOf(await h.gql(b, ENTITIES, { reps: [...reps, { __typename: 'Plugin', id: 'nope' }] }))._entities,
+    ).toEqual([null, null, null]);
     expect(dataOf(await h.gql(b, `query ($id: ID!) { plugin(id: $id) { id } }`, { id })).plugin).toBeNull();
     expect(dataOf(await h.gql(b, PLUGINS, { first: 100 })).plugins.edges).toEqual([]);
   });

@@ -18,11 +18,7 @@ export const MAX_TAGS = 32;
 
 export const CreateWorkspaceArgs = z.object({
   input: z.object({
-    name: z
-      .string()
-      .trim()
-      .min(1, 'must not be empty')
-      .max(200, 'must be at most 200 characters'),
+    name: z.string().trim().min(1, 'must not be empty').max(200, 'must be at most 200 characters'),
   }),
 });
 
@@ -35,9 +31,7 @@ export const PutMemoryArgs = z.object({
     .nullish(),
   input: z.object({
     workspaceId: uuid(),
-    kind: z
-      .string()
-      .regex(/^[a-z0-9_.-]{1,64}$/, 'must be 1 to 64 characters of a-z, 0-9, "_", "." or "-"'),
+    kind: z.string().regex(/^[a-z0-9_.-]{1,64}$/, 'must be 1 to 64 characters of a-z, 0-9, "_", "." or "-"'),
     content: z.string(),
     tags: z
       .array(

@@ -58,7 +58,13 @@ export async function timeKeysetPage<T>(
 
 function decodeTimeKey(key: SortKey): After {
   const [time, id] = key;
-  if (key.length !== 2 || typeof time !== 'string' || typeof id !== 'string' || !TIME.test(time) || !UUID.test(id)) {
+  if (
+    key.length !== 2 ||
+    typeof time !== 'string' ||
+    typeof id !== 'string' ||
+    !TIME.test(time) ||
+    !UUID.test(id)
+  ) {
     // MAC-valid but not our shape: a cursor from an older format. Same answer as any foreign cursor.
     throw badInput(
       'The cursor in "after" is not valid for this list (altered, expired, or from another list). Start again without "after".',

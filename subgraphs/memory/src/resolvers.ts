@@ -11,7 +11,14 @@ import {
   type SubgraphContext,
 } from '@agentgraph/runtime';
 import type { Resolvers } from './generated/resolvers.js';
-import { CreateWorkspaceArgs, isUuid, parseArgs, PutMemoryArgs, requireReader, requireWriter } from './input.js';
+import {
+  CreateWorkspaceArgs,
+  isUuid,
+  parseArgs,
+  PutMemoryArgs,
+  requireReader,
+  requireWriter,
+} from './input.js';
 import type { MemoryRecordModel, WorkspaceModel } from './models.js';
 import { timeKeysetPage } from './paging.js';
 import * as store from './store.js';

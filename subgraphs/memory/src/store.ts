@@ -14,9 +14,14 @@ import {
 import { cursorTime, type After, type Keyed } from './paging.js';
 
 const WORKSPACE = 'w.id, w.name, w.created_by, w.created_at';
-const RECORD = 'r.id, r.workspace_id, r.kind, r.content, r.tags, r.version, r.author, r.created_at, r.updated_at';
+const RECORD =
+  'r.id, r.workspace_id, r.kind, r.content, r.tags, r.version, r.author, r.created_at, r.updated_at';
 
-export async function createWorkspace(tx: Queryable, auth: AuthContext, name: string): Promise<WorkspaceModel> {
+export async function createWorkspace(
+  tx: Queryable,
+  auth: AuthContext,
+  name: string,
+): Promise<WorkspaceModel> {
   const r = await tx.query<WorkspaceRow>(
     `INSERT INTO memory.workspaces AS w (tenant_id, name, created_by) VALUES ($1, $2, $3) RETURNING ${WORKSPACE}`,
     [auth.tenantId, name, auth.principalId],
@@ -29,10 +34,14 @@ export async function findWorkspace(tx: Queryable, id: string): Promise<Workspac
 }
 
 /** Workspaces by id (lowercase uuids), for entity references batched per request. */
-export async function findWorkspaces(tx: Queryable, ids: readonly string[]): Promise<Map<string, WorkspaceModel>> {
-  const r = await tx.query<WorkspaceRow>(`SELECT ${WORKSPACE} FROM memory.workspaces w WHERE w.id = ANY($1::uuid[])`, [
-    ids,
-  ]);
+export async function findWorkspaces(
+  tx: Queryable,
+  ids: readonly string[],
+): Promise<Map<string, WorkspaceModel>> {
+  const r = await tx.query<WorkspaceRow>(
+    `SELECT ${WORKSPACE} FROM memory.workspaces w WHERE w.id = ANY($1::uuid[])`,
+    [ids],
+  );
   return new Map(r.rows.map((row) => [row.id, toWorkspace(row)]));
 }
 
@@ -51,8 +60,13 @@ export async function listWorkspaces(
 }
 
 /** Records by id (lowercase uuids) with their workspace, in one query; batched per request. */
-export async function findRecords(tx: Queryable, ids: readonly string[]): Promise<Map<string, MemoryRecordModel>> {
-  const r = await tx.query<RecordRow & { w_id: string; w_name: string; w_created_by: string; w_created_at: Date }>(
+export async function findRecords(
+  tx: Queryable,
+  ids: readonly string[],
+): Promise<Map<string, MemoryRecordModel>> {
+  const r = await tx.query<
+    RecordRow & { w_id: string; w_name: string; w_created_by: string; w_created_at: Date }
+  >(
     `SELECT ${RECORD}, w.id AS w_id, w.name AS w_name, w.created_by AS w_created_by, w.created_at AS w_created_at
        FROM memory.records r
        JOIN memory.workspaces w ON w.tenant_id = r.tenant_id AND w.id = r.workspace_id
@@ -60,7 +74,12 @@ export async function findRecords(tx: Queryable, ids: readonly string[]): Promis
     [ids],
   );
   const workspace = (row: (typeof r.rows)[number]) =>
-    toWorkspace({ id: row.w_id, name: row.w_name, created_by: row.w_created_by, created_at: row.w_created_at });
+    toWorkspace({
+      id: row.w_id,
+      name: row.w_name,
+      created_by: row.w_created_by,
+      created_at: row.w_created_at,
+    });
   return new Map(r.rows.map((row) => [row.id, toRecord(row, workspace(row))]));
 }
 

@@ -51,7 +51,10 @@ export function newPrincipal(role: Role = 'OWNER', tenantId: string = randomUUID
   return { tenantId, userId: randomUUID(), role };
 }
 
-export async function startSubgraph(module: SubgraphModule, env: Record<string, string> = {}): Promise<Harness> {
+export async function startSubgraph(
+  module: SubgraphModule,
+  env: Record<string, string> = {},
+): Promise<Harness> {
   const database = await provisionTestDatabase();
   const config = loadConfig({ ...database.env, HOST: '127.0.0.1', TOKEN_AUDIENCE: AUDIENCE, ...env });
   const { db, handle } = await openDatabase(config, [module.migrations]);

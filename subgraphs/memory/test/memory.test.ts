@@ -60,7 +60,12 @@ interface PutOptions {
 function put(p: Principal, workspaceId: string, o: PutOptions = {}) {
   return h.gql(p, PUT, {
     id: o.id ?? randomUUID(),
-    input: { workspaceId, kind: o.kind ?? 'note', content: o.content ?? 'hello', tags: 'tags' in o ? o.tags : ['a'] },
+    input: {
+      workspaceId,
+      kind: o.kind ?? 'note',
+      content: o.content ?? 'hello',
+      tags: 'tags' in o ? o.tags : ['a'],
+    },
     expectedVersion: o.expectedVersion ?? null,
     key: o.key ?? randomUUID(),
   });
@@ -69,7 +74,14 @@ function put(p: Principal, workspaceId: string, o: PutOptions = {}) {
 async function putOk(p: Principal, workspaceId: string, o: PutOptions = {}) {
   return dataOf(await put(p, workspaceId, o)).putMemory as {
     created: boolean;
-    record: { id: string; version: number; content: string; createdAt: string; updatedAt: string; tags: string[] };
+    record: {
+      id: string;
+      version: number;
+      content: string;
+      createdAt: string;
+      updatedAt: string;
+      tags: string[];
+    };
   };
 }
 
@@ -86,7 +98,9 @@ describe('workspaces', () => {
     expect(ws.name).toBe('Research');
     expect(ws.createdBy).toEqual({ id: owner.userId });
     expect(new Date(ws.createdAt).toISOString()).toBe(ws.createdAt);
-    const read = dataOf(await h.gql(owner, `query ($id: ID!) { workspace(id: $id) { id name } }`, { id: ws.id }));
+    const read = dataOf(
+      await h.gql(owner, `query ($id: ID!) { workspace(id: $id) { id name } }`, { id: ws.id }),
+    );
     expect(read.workspace).toEqual({ id: ws.id, name: 'Research' });
   });
 
@@ -133,7 +147,13 @@ describe('putMemory', () => {
     const read = dataOf(
       await h.gql(p, `query ($id: ID!) { memoryRecord(id: $id) { ${RECORD_FIELDS} } }`, { id }),
     ).memoryRecord;
-    expect(read).toMatchObject({ id, version: 3, content: 'three', author: { id: p.userId }, workspace: { id: ws } });
+    expect(read).toMatchObject({
+      id,
+      version: 3,
+      content: 'three',
+      author: { id: p.userId },
+      workspace: { id: ws },
+    });
   });
 
   it('records the writer of the current version as author', async () => {
@@ -196,7 +216,9 @@ describe('putMemory', () => {
       const loser = results.find((r) => codeOf(r))!;
       expect(loser.body.errors?.[0]?.extensions?.['currentVersion']).toBe(2);
       const winner = results.find((r) => !codeOf(r))!;
-      const read = dataOf(await h.gql(p, `query ($id: ID!) { memoryRecord(id: $id) { version content } }`, { id }));
+      const read = dataOf(
+        await h.gql(p, `query ($id: ID!) { memoryRecord(id: $id) { version content } }`, { id }),
+      );
       expect(read.memoryRecord).toEqual({ version: 2, content: dataOf(winner).putMemory.record.content });
     }
   });
@@ -379,7 +401,11 @@ describe('Workspace.records connection', () => {
     const foreign = await h.gql(newPrincipal(), WORKSPACES, { first: 1, after: list.pageInfo.endCursor });
     expect(codeOf(foreign)).toBe('BAD_USER_INPUT');
     // ...and another user of the same tenant may use it.
-    expect(codeOf(await h.gql(newPrincipal('VIEWER', tenant), WORKSPACES, { first: 1, after: list.pageInfo.endCursor }))).toBeUndefined();
+    expect(
+      codeOf(
+        await h.gql(newPrincipal('VIEWER', tenant), WORKSPACES, { first: 1, after: list.pageInfo.endCursor }),
+      ),
+    ).toBeUndefined();
   });
 
   it('caps the page size: first 101 is BAD_USER_INPUT, 100 is fine', async () => {
@@ -422,8 +448,13 @@ describe('tenant isolation', () => {
       { id: ws, name: 'private', createdBy: { id: a.userId } },
     ]);
 
-    expect(dataOf(await h.gql(b, `query ($id: ID!) { memoryRecord(id: $id) { id content } }`, { id })).memoryRecord).toBeNull();
-    expect(dataOf(await h.gql(b, `query ($id: ID!) { workspace(id: $id) { id } }`, { id: ws })).workspace).toBeNull();
+    expect(
+      dataOf(await h.gql(b, `query ($id: ID!) { memoryRecord(id: $id) { id content } }`, { id }))
+        .memoryRecord,
+    ).toBeNull();
+    expect(
+      dataOf(await h.gql(b, `query ($id: ID!) { workspace(id: $id) { id } }`, { id: ws })).workspace,
+    ).toBeNull();
     const foreign = dataOf(
       await h.gql(b, ENTITIES, {
         reps: [
@@ -441,7 +472,9 @@ describe('tenant isolation', () => {
     const bws = await createWorkspace(b);
     const mine = await putOk(b, bws, { id, content: 'b-own', expectedVersion: 0 });
     expect(mine).toMatchObject({ created: true, record: { version: 1, content: 'b-own' } });
-    const stillA = dataOf(await h.gql(a, `query ($id: ID!) { memoryRecord(id: $id) { version content } }`, { id }));
+    const stillA = dataOf(
+      await h.gql(a, `query ($id: ID!) { memoryRecord(id: $id) { version content } }`, { id }),
+    );
     expect(stillA.memoryRecord).toEqual({ version: 1, content: 'a-secret' });
   });
 });
