@@ -53,6 +53,11 @@ export interface Harness {
     query: string,
     variables?: Record<string, unknown>,
   ): Promise<GraphQLResponse<T>>;
+  /**
+   * A second server of this subgraph on its own connections to the same database, as another process would run
+   * (its own pool and LISTEN connection). Only meaningful on PostgreSQL: PGlite is in-process.
+   */
+  startReplica(): Promise<{ url: string; close(): Promise<void> }>;
   /** Closes the server (idempotent), then the database. */
   close(): Promise<void>;
   closeServer(): Promise<void>;
@@ -149,6 +154,17 @@ export async function startHarness(): Promise<Harness> {
       return { status: res.status, ...((await res.json()) as object) };
     },
     closeServer,
+    async startReplica() {
+      const replica = await openDatabase(config, [coordinationSubgraph.migrations]);
+      const server = await serveSubgraph(coordinationSubgraph, { config, db: replica.db, log, verifyToken, port: 0 });
+      return {
+        url: server.url,
+        async close() {
+          await server.close();
+          await replica.handle.close();
+        },
+      };
+    },
     async close() {
       await closeServer();
       await handle.close();

@@ -160,6 +160,32 @@ describe('roomMessages subscription', () => {
     for (const s of subs) expect(s.seqs()).toEqual([1, 2, 3, 4]);
   });
 
+  it.runIf(process.env['DATABASE_URL'])(
+    'fans out across servers through PostgreSQL NOTIFY (subscribe on one, post on another)',
+    async () => {
+      const replica = await h.startReplica();
+      try {
+        const room = await createRoom(h, alice, 'cross-process');
+        const client = createClient({
+          url: `${replica.url}/graphql/stream`,
+          headers: { Authorization: `Bearer ${alice.token}` },
+          retryAttempts: 0,
+        });
+        clients.push(client);
+        await post(h, alice, room, 'from-a-1');
+        const sub = new Subscription(client, { roomId: room, afterSeq: 0 });
+        // Once the backlog has arrived the stream is live: what follows can only reach it through NOTIFY.
+        await sub.until(() => sub.results.length >= 1, 'the backlog');
+        await Promise.all(range(2, 5).map((i) => post(h, alice, room, `from-a-${i}`)));
+        await sub.until(() => sub.results.length >= 5, 'four live messages posted on the other server');
+        expect(sub.seqs()).toEqual(range(1, 5));
+        client.dispose();
+      } finally {
+        await replica.close();
+      }
+    },
+  );
+
   it("refuses another tenant's room with NOT_FOUND and a bad resume point with BAD_USER_INPUT", async () => {
     const room = await createRoom(h, alice, 'private');
     await post(h, alice, room, 'secret');
