@@ -1,0 +1,130 @@
+/**
+ * How the gateway talks to a subgraph: one undici Pool of keep-alive connections per subgraph origin (no connection
+ * set-up per fetch, no make-fetch-happen cache layer), forwarding the caller's Authorization and the correlation id
+ * (every subgraph verifies the token itself: zero trust), and collecting `extensions.idempotentReplay`.
+ *
+ * It is a RemoteGraphQLDataSource (so `buildService` and the hooks keep their meaning), with an undici-based
+ * `fetcher`; `process` is overridden with a lean path that skips the node-fetch Request/Headers objects the stock
+ * class allocates on every fetch, and keeps the subgraph's coded errors when it answers a request error (4xx).
+ */
+import { RemoteGraphQLDataSource, type GraphQLDataSourceProcessOptions } from '@apollo/gateway';
+import type { GatewayGraphQLResponse } from '@apollo/server-gateway-interface';
+import type { Fetcher, FetcherRequestInit, FetcherResponse } from '@apollo/utils.fetcher';
+import { Pool } from 'undici';
+
+/** Per-request state shared by the gateway handler, the data sources and the plugins. */
+export interface GatewayContext {
+  correlationId: string;
+  /** The caller's Authorization header, forwarded as is (never logged). */
+  authorization?: string;
+  /** Set when any subgraph answered with a stored result (idempotent replay). */
+  idempotentReplay: boolean;
+}
+
+export interface PoolOptions {
+  /** Connections per subgraph origin. */
+  connections?: number;
+  /** Fail a subgraph fetch whose headers/body do not arrive within this time. */
+  timeoutMs?: number;
+}
+
+/** One keep-alive pool per origin, shared by the data source, readiness checks and anything else that calls subgraphs. */
+export class SubgraphPools {
+  private readonly pools = new Map<string, Pool>();
+  constructor(private readonly opts: PoolOptions = {}) {}
+
+  for(origin: string): Pool {
+    let pool = this.pools.get(origin);
+    if (!pool) {
+      pool = new Pool(origin, {
+        connections: this.opts.connections ?? 128,
+        pipelining: 1,
+        keepAliveTimeout: 30_000,
+        keepAliveMaxTimeout: 60_000,
+        headersTimeout: this.opts.timeoutMs ?? 30_000,
+        bodyTimeout: this.opts.timeoutMs ?? 30_000,
+      });
+      this.pools.set(origin, pool);
+    }
+    return pool;
+  }
+
+  /** Closes every pool: gracefully (waiting for queued requests), or at once when `abandon` is set. */
+  async close(abandon = false): Promise<void> {
+    const pools = [...this.pools.values()];
+    this.pools.clear();
+    await Promise.all(pools.map((p) => (abandon ? p.destroy() : p.close().catch(() => p.destroy()))));
+  }
+}
+
+/** A fetch-compatible function over the pools, for the stock RemoteGraphQLDataSource code path. */
+export function pooledFetcher(pools: SubgraphPools): Fetcher {
+  return async (url: string, init?: FetcherRequestInit): Promise<FetcherResponse> => {
+    const target = new URL(url);
+    const res = await pools.for(target.origin).request({
+      path: target.pathname + target.search,
+      method: (init?.method ?? 'GET') as 'GET',
+      headers: init?.headers as Record<string, string> | undefined,
+      body: init?.body as string | undefined,
+    });
+    const text = await res.body.text();
+    const headers = new Headers();
+    for (const [k, v] of Object.entries(res.headers)) {
+      if (v !== undefined) headers.set(k, Array.isArray(v) ? v.join(', ') : v);
+    }
+    const response = new Response(text, { status: res.statusCode, headers });
+    Object.defineProperty(response, 'url', { value: url });
+    return response as unknown as FetcherResponse;
+  };
+}
+
+interface SubgraphAnswer {
+  data?: Record<string, unknown> | null;
+  errors?: GatewayGraphQLResponse['errors'];
+  extensions?: Record<string, unknown>;
+}
+
+export class PooledDataSource extends RemoteGraphQLDataSource<GatewayContext> {
+  private readonly pool: Pool;
+  private readonly path: string;
+  private readonly subgraph: string;
+
+  constructor(subgraph: string, url: string, pools: SubgraphPools) {
+    super({ url, fetcher: pooledFetcher(pools), honorSubgraphCacheControlHeader: false, apq: false });
+    const target = new URL(url);
+    this.subgraph = subgraph;
+    this.pool = pools.for(target.origin);
+    this.path = target.pathname + target.search;
+  }
+
+  override async process(options: GraphQLDataSourceProcessOptions<GatewayContext>): Promise<GatewayGraphQLResponse> {
+    const { request } = options;
+    const context = options.context as Partial<GatewayContext> | undefined;
+    const headers: Record<string, string> = {
+      'content-type': 'application/json',
+      accept: 'application/graphql-response+json, application/json',
+    };
+    if (context?.authorization) headers['authorization'] = context.authorization;
+    if (context?.correlationId) headers['x-correlation-id'] = context.correlationId;
+    const body = JSON.stringify({
+      query: request.query,
+      variables: request.variables,
+      operationName: request.operationName,
+    });
+    const res = await this.pool.request({ path: this.path, method: 'POST', headers, body });
+    const text = await res.body.text();
+    let answer: SubgraphAnswer;
+    try {
+      answer = JSON.parse(text) as SubgraphAnswer;
+    } catch {
+      throw new Error(`Subgraph ${this.subgraph} answered HTTP ${res.statusCode} with a body that is not JSON`);
+    }
+    if (res.statusCode >= 300) {
+      // A request error from the subgraph (401 token rejected, 400 limits, 503 shutting down): keep its coded errors.
+      if (Array.isArray(answer?.errors) && answer.errors.length) return { errors: answer.errors };
+      throw new Error(`Subgraph ${this.subgraph} answered HTTP ${res.statusCode}`);
+    }
+    if (answer.extensions?.['idempotentReplay'] === true && context) context.idempotentReplay = true;
+    return answer as GatewayGraphQLResponse;
+  }
+}

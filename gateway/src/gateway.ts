@@ -1,0 +1,537 @@
+/**
+ * The gateway: the public HTTP face of the graph.
+ *
+ * - POST/GET /graphql: @apollo/gateway (query planning, entity resolution across subgraphs) inside @apollo/server 5,
+ *   served by a lean node:http handler that calls `executeHTTPGraphQLRequest` (no express, body-parser or cors).
+ *   Before Apollo runs: the body limit (413), JSON parsing (400 GRAPHQL_PARSE_FAILED), token verification (401) and
+ *   the document limits (400 QUERY_TOO_COMPLEX / BAD_USER_INPUT), with the parse and the static limit check cached per
+ *   query string. Subgraphs are called over pooled keep-alive connections (see data-source.ts).
+ * - /graphql/stream: graphql-sse, forwarded to the subgraph that owns the subscription (see stream.ts).
+ * - /healthz (liveness, no I/O) and /readyz (gateway loaded and every subgraph ready).
+ * - close(): graceful shutdown that drains requests and completes streams.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { performance } from 'node:perf_hooks';
+import { ApolloGateway } from '@apollo/gateway';
+import { ApolloServer, HeaderMap, type ApolloServerPlugin, type GraphQLRequestListener } from '@apollo/server';
+import {
+  ApolloServerPluginCacheControlDisabled,
+  ApolloServerPluginInlineTraceDisabled,
+  ApolloServerPluginLandingPageDisabled,
+  ApolloServerPluginSchemaReportingDisabled,
+  ApolloServerPluginUsageReportingDisabled,
+} from '@apollo/server/plugin/disabled';
+import {
+  AppError,
+  checkDocumentLimits,
+  correlationIdFrom,
+  currentCorrelationId,
+  errorTable,
+  httpStatusOf,
+  Lru,
+  parseJsonBody,
+  readBody,
+  sendJson,
+  sendRequestError,
+  withCorrelationId,
+  type AuthContext,
+  type Config,
+  type Logger,
+  type SubgraphName,
+  type TokenVerifier,
+} from '@agentgraph/runtime';
+import { Kind, parse, type DocumentNode, type GraphQLError, type GraphQLFormattedError, type GraphQLSchema } from 'graphql';
+import { PooledDataSource, SubgraphPools, type GatewayContext } from './data-source.js';
+import { createStreamHandler, type Timers } from './stream.js';
+import { subgraphSchemaOf, subscriptionOwners } from './supergraph.js';
+
+export type { GatewayContext } from './data-source.js';
+export type { Timers } from './stream.js';
+
+export interface GatewayOptions {
+  config: Config;
+  log: Logger;
+  /** The composed supergraph (schemas/supergraph.graphql). */
+  supergraphSdl: string;
+  /** Subgraph name → its /graphql URL; overrides the routing URLs written in the supergraph. */
+  subgraphUrls: Partial<Record<string, string>>;
+  /** Verifies the caller's token (identity's JWKS); the subgraphs verify it again (zero trust). */
+  verifyToken: TokenVerifier;
+  /** Interval of SSE comment heartbeats on open streams (default 15 s). */
+  heartbeatMs?: number;
+  /** Timer functions for heartbeats (tests inject fake ones). */
+  timers?: Timers;
+  /** Keep-alive connections per subgraph (default 128). */
+  subgraphConnections?: number;
+  /** How long /readyz waits for each subgraph's /readyz (default 1 s). */
+  readinessTimeoutMs?: number;
+  /** Subgraph name → its own schema, for checking forwarded subscriptions (default: built from schemas/<name>.graphql). */
+  subgraphSchemas?: Map<string, GraphQLSchema>;
+}
+
+export interface Gateway {
+  readonly server: Server;
+  /** Starts listening; resolves to the base URL (http://host:port). */
+  listen(port: number, host: string): Promise<string>;
+  /** Base URL once listening. */
+  readonly url: string | undefined;
+  readonly openStreams: number;
+  /** Graceful shutdown: stop accepting, /readyz 503, complete streams, drain requests (up to shutdownGraceMs). */
+  close(): Promise<void>;
+}
+
+/** Codes clients may see as they are; everything else is masked as INTERNAL_SERVER_ERROR. */
+const CLIENT_CODES = new Set(errorTable.map((e) => e.code).filter((c) => c !== 'INTERNAL_SERVER_ERROR'));
+/** Apollo Server's own request-error codes, mapped onto the shared table. */
+const APOLLO_CODES: Record<string, string> = {
+  BAD_REQUEST: 'BAD_USER_INPUT',
+  OPERATION_RESOLUTION_FAILURE: 'GRAPHQL_VALIDATION_FAILED',
+  PERSISTED_QUERY_NOT_SUPPORTED: 'BAD_USER_INPUT',
+  PERSISTED_QUERY_NOT_FOUND: 'BAD_USER_INPUT',
+};
+
+export function formatGatewayError(formatted: GraphQLFormattedError, error: unknown, log: Logger): GraphQLFormattedError {
+  const correlationId = currentCorrelationId();
+  const extensions = formatted.extensions ?? {};
+  const code = typeof extensions['code'] === 'string' ? extensions['code'] : undefined;
+  const mapped = code ? (CLIENT_CODES.has(code) ? code : APOLLO_CODES[code]) : undefined;
+  if (mapped) {
+    // serviceName is the gateway's topology, not something a client can act on.
+    const { serviceName: _service, ...rest } = extensions;
+    return { ...formatted, extensions: { ...rest, code: mapped, ...(correlationId ? { correlationId } : {}) } };
+  }
+  const original = (error as GraphQLError | undefined)?.originalError ?? error;
+  const fields = {
+    code,
+    subgraph: extensions['serviceName'],
+    path: formatted.path,
+    error: original instanceof Error ? { name: original.name, message: original.message, stack: original.stack } : String(original),
+  };
+  // A subgraph already logged (and masked) its own internal errors; the gateway's own are errors here.
+  if (extensions['serviceName'] && code === 'INTERNAL_SERVER_ERROR') log.warn('subgraph internal error', fields);
+  else log.error('request failed', fields);
+  return {
+    message: `Internal server error. Retry later; if it persists, report correlation id ${correlationId ?? 'n/a'}.`,
+    ...(formatted.locations ? { locations: formatted.locations } : {}),
+    ...(formatted.path ? { path: formatted.path } : {}),
+    extensions: { code: 'INTERNAL_SERVER_ERROR', ...(correlationId ? { correlationId } : {}) },
+  };
+}
+
+/** Marks the response as a replay when any subgraph answered one (collected by the data sources). */
+const replayListener: GraphQLRequestListener<GatewayContext> = {
+  async willSendResponse({ contextValue, response }) {
+    if (!contextValue.idempotentReplay || response.body.kind !== 'single') return;
+    const result = response.body.singleResult;
+    result.extensions = { ...result.extensions, idempotentReplay: true };
+  },
+};
+const replayPlugin: ApolloServerPlugin<GatewayContext> = {
+  async requestDidStart() {
+    return replayListener;
+  },
+};
+
+function apolloLogger(log: Logger) {
+  const text = (args: unknown[]) => args.map((a) => (a instanceof Error ? a.message : String(a))).join(' ');
+  return {
+    debug: (...a: unknown[]) => log.debug(text(a), { component: 'apollo' }),
+    info: (...a: unknown[]) => log.debug(text(a), { component: 'apollo' }),
+    warn: (...a: unknown[]) => log.warn(text(a), { component: 'apollo' }),
+    error: (...a: unknown[]) => log.error(text(a), { component: 'apollo' }),
+  };
+}
+
+/** Token verification with the verdict cached per token until it expires (at most a minute): ES256 per request is not free. */
+export function cachingVerifier(verify: TokenVerifier, now: () => number = Date.now): TokenVerifier {
+  const cache = new Lru<string, { auth: AuthContext; until: number }>(10_000);
+  return async (authorization) => {
+    if (!authorization) return null;
+    const t = now();
+    const hit = cache.get(authorization);
+    if (hit && hit.until > t) return hit.auth;
+    const auth = await verify(authorization);
+    if (auth) {
+      let exp = 0;
+      try {
+        const payload = authorization.split('.')[1] ?? '';
+        exp = Number((JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as { exp?: number }).exp) * 1000;
+      } catch {
+        exp = 0;
+      }
+      if (exp > t) cache.set(authorization, { auth, until: Math.min(exp, t + 60_000) });
+    }
+    return auth;
+  };
+}
+
+interface PreparedQuery {
+  document?: DocumentNode;
+  parseError?: AppError;
+  /** Static limit verdict per operation name ('' for the only one): null = passed. */
+  checked: Map<string, AppError | null>;
+  /** first/last take variables somewhere, so values must be checked per request. */
+  dynamic: boolean;
+  /** Name of the document's only operation (for the access log when the request names none). */
+  soleOperationName?: string;
+}
+
+function usesVariablePageArgs(doc: DocumentNode): boolean {
+  let found = false;
+  const walk = (node: { selectionSet?: { selections: readonly unknown[] } }): void => {
+    for (const sel of (node.selectionSet?.selections ?? []) as Array<{
+      kind: Kind;
+      arguments?: ReadonlyArray<{ name: { value: string }; value: { kind: Kind } }>;
+      selectionSet?: { selections: readonly unknown[] };
+    }>) {
+      if (sel.kind === Kind.FIELD) {
+        for (const a of sel.arguments ?? []) {
+          if ((a.name.value === 'first' || a.name.value === 'last') && a.value.kind === Kind.VARIABLE) found = true;
+        }
+      }
+      walk(sel);
+    }
+  };
+  for (const def of doc.definitions) walk(def as { selectionSet?: { selections: readonly unknown[] } });
+  return found;
+}
+
+/** Provided variables over the operation's literal defaults (a default `$n: Int = 100000` must not slip past the cap). */
+function withDefaults(
+  doc: DocumentNode,
+  operationName: string | undefined,
+  variables: Record<string, unknown> | undefined,
+): Record<string, unknown> {
+  const ops = doc.definitions.filter((d) => d.kind === Kind.OPERATION_DEFINITION);
+  const op = operationName ? ops.find((o) => o.name?.value === operationName) : ops.length === 1 ? ops[0] : undefined;
+  const out: Record<string, unknown> = {};
+  for (const v of op?.variableDefinitions ?? []) {
+    if (v.defaultValue?.kind === Kind.INT) out[v.variable.name.value] = Number(v.defaultValue.value);
+  }
+  return { ...out, ...variables };
+}
+
+interface RequestInfo {
+  operationName?: string;
+}
+
+export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
+  const { config, log } = opts;
+  const limits = config.limits;
+  const verifyToken = cachingVerifier(opts.verifyToken);
+  const pools = new SubgraphPools({ connections: opts.subgraphConnections ?? 128 });
+  const subgraphUrls: Record<string, string> = {};
+  for (const [name, url] of Object.entries(opts.subgraphUrls)) if (url) subgraphUrls[name] = url;
+
+  // @apollo/gateway otherwise starts an OTLP exporter that reports usage metrics to Apollo and probes cloud metadata
+  // endpoints (AWS, GCP, Azure, Alibaba) at start: no egress a control plane did not ask for. Only the env var turns it off.
+  process.env['APOLLO_TELEMETRY_DISABLED'] ??= 'true';
+  const apolloGateway = new ApolloGateway({
+    supergraphSdl: opts.supergraphSdl,
+    // Never answer the experimental query-plan header (it exposes the topology) whatever NODE_ENV says.
+    __exposeQueryPlanExperimental: false,
+    buildService: ({ name, url }) => {
+      const target = subgraphUrls[name] ?? url;
+      if (!target) throw new Error(`No URL for subgraph ${name}`);
+      subgraphUrls[name] = target;
+      return new PooledDataSource(name, target, pools);
+    },
+    logger: apolloLogger(log),
+  });
+  let apiSchema: GraphQLSchema | undefined;
+  apolloGateway.onSchemaLoadOrUpdate(({ apiSchema: schema }) => {
+    apiSchema = schema;
+  });
+
+  const apollo = new ApolloServer<GatewayContext>({
+    gateway: apolloGateway,
+    introspection: config.introspection,
+    includeStacktraceInErrorResponses: false,
+    hideSchemaDetailsFromClientErrors: config.mode === 'production',
+    stopOnTerminationSignals: false,
+    csrfPrevention: true,
+    allowBatchedHttpRequests: false,
+    persistedQueries: false,
+    logger: apolloLogger(log),
+    formatError: (formatted, error) => formatGatewayError(formatted, error, log),
+    plugins: [
+      ApolloServerPluginLandingPageDisabled(),
+      ApolloServerPluginUsageReportingDisabled(),
+      ApolloServerPluginSchemaReportingDisabled(),
+      ApolloServerPluginInlineTraceDisabled(),
+      ApolloServerPluginCacheControlDisabled(),
+      replayPlugin,
+    ],
+  });
+  await apollo.start();
+
+  const owners = subscriptionOwners(opts.supergraphSdl);
+  const subgraphSchemas =
+    opts.subgraphSchemas ??
+    new Map([...new Set(owners.values())].map((name) => [name, subgraphSchemaOf(name as SubgraphName)] as const));
+  const streams = createStreamHandler({
+    apiSchema: () => apiSchema,
+    owners,
+    subgraphSchemas,
+    subgraphUrls,
+    limits,
+    introspection: config.introspection,
+    log,
+    heartbeatMs: opts.heartbeatMs,
+    timers: opts.timers,
+  });
+
+  const documents = new Lru<string, PreparedQuery>(2000);
+  const prepare = (query: string): PreparedQuery => {
+    let p = documents.get(query);
+    if (p) return p;
+    try {
+      const document = parse(query);
+      const ops = document.definitions.filter((d) => d.kind === Kind.OPERATION_DEFINITION);
+      p = {
+        document,
+        checked: new Map(),
+        dynamic: usesVariablePageArgs(document),
+        soleOperationName: ops.length === 1 ? ops[0]!.name?.value : undefined,
+      };
+    } catch (err) {
+      p = {
+        parseError: new AppError('GRAPHQL_PARSE_FAILED', `The query does not parse: ${(err as Error).message}`),
+        checked: new Map(),
+        dynamic: false,
+      };
+    }
+    documents.set(query, p);
+    return p;
+  };
+
+  const checkLimits = (
+    query: string,
+    operationName: string | undefined,
+    variables: Record<string, unknown> | undefined,
+    info: RequestInfo,
+  ) => {
+    const p = prepare(query);
+    if (p.parseError) throw p.parseError;
+    info.operationName = operationName ?? p.soleOperationName;
+    const doc = p.document!;
+    const key = operationName ?? '';
+    let verdict = p.checked.get(key);
+    if (verdict === undefined) {
+      try {
+        checkDocumentLimits(doc, operationName, null, limits);
+        verdict = null;
+      } catch (err) {
+        if (!(err instanceof AppError)) throw err;
+        verdict = err;
+      }
+      p.checked.set(key, verdict);
+    }
+    if (verdict) throw verdict;
+    if (p.dynamic) checkDocumentLimits(doc, operationName, withDefaults(doc, operationName, variables), limits);
+  };
+
+  let shuttingDown = false;
+  let inflight = 0;
+  let drained: (() => void) | null = null;
+  let baseUrl: string | undefined;
+
+  const readyz = async (res: ServerResponse) => {
+    if (shuttingDown || !apiSchema) return sendJson(res, 503, { status: 'unavailable' });
+    const timeout = opts.readinessTimeoutMs ?? 1000;
+    const checks = Object.values(subgraphUrls).map(async (url) => {
+      const target = new URL('/readyz', url);
+      try {
+        const r = await pools.for(target.origin).request({
+          path: target.pathname,
+          method: 'GET',
+          signal: AbortSignal.timeout(timeout),
+          headersTimeout: timeout,
+          bodyTimeout: timeout,
+        });
+        await r.body.dump();
+        return r.statusCode === 200;
+      } catch {
+        return false;
+      }
+    });
+    const ok = (await Promise.all(checks)).every(Boolean);
+    sendJson(res, ok ? 200 : 503, { status: ok ? 'ready' : 'unavailable' });
+  };
+
+  const graphql = async (req: IncomingMessage, res: ServerResponse, correlationId: string, info: RequestInfo, search: string) => {
+    let body: unknown;
+    let query: string | undefined;
+    let operationName: string | undefined;
+    let variables: Record<string, unknown> | undefined;
+    if (req.method === 'POST') {
+      body = parseJsonBody(await readBody(req, limits.maxBodyBytes));
+      if (!body || typeof body !== 'object' || Array.isArray(body)) {
+        throw new AppError('BAD_USER_INPUT', 'The request must be {"query": string, "variables"?: object, "operationName"?: string}.');
+      }
+      const b = body as Record<string, unknown>;
+      query = typeof b['query'] === 'string' ? b['query'] : undefined;
+      operationName = typeof b['operationName'] === 'string' ? b['operationName'] : undefined;
+      variables = b['variables'] && typeof b['variables'] === 'object' ? (b['variables'] as Record<string, unknown>) : undefined;
+    } else if (req.method === 'GET') {
+      const params = new URLSearchParams(search);
+      query = params.get('query') ?? undefined;
+      operationName = params.get('operationName') ?? undefined;
+      const v = params.get('variables');
+      if (v) {
+        try {
+          const parsed = JSON.parse(v) as unknown;
+          variables = parsed && typeof parsed === 'object' ? (parsed as Record<string, unknown>) : undefined;
+        } catch {
+          throw new AppError('GRAPHQL_PARSE_FAILED', 'The "variables" search parameter is not valid JSON.');
+        }
+      }
+    } else {
+      res.writeHead(405, { allow: 'GET, POST' }).end();
+      return;
+    }
+    if (!query) throw new AppError('BAD_USER_INPUT', 'The request has no "query" string.');
+    info.operationName = operationName;
+    checkLimits(query, operationName, variables, info);
+    const authorization = req.headers.authorization;
+    await verifyToken(authorization); // 401 on a bad token before any subgraph is asked
+
+    const headers = new HeaderMap();
+    for (const [k, v] of Object.entries(req.headers)) {
+      if (v !== undefined) headers.set(k, Array.isArray(v) ? v.join(', ') : v);
+    }
+    const context: GatewayContext = { correlationId, authorization, idempotentReplay: false };
+    const result = await apollo.executeHTTPGraphQLRequest({
+      httpGraphQLRequest: { method: req.method, headers, search, body },
+      context: async () => context,
+    });
+    res.statusCode = result.status ?? 200;
+    for (const [k, v] of result.headers) res.setHeader(k, v);
+    if (result.body.kind === 'complete') {
+      res.setHeader('content-length', Buffer.byteLength(result.body.string));
+      res.end(result.body.string);
+    } else {
+      for await (const chunk of result.body.asyncIterator) res.write(chunk);
+      res.end();
+    }
+  };
+
+  const stream = async (req: IncomingMessage, res: ServerResponse, correlationId: string) => {
+    if (shuttingDown) throw new AppError('SERVICE_UNAVAILABLE', 'Shutting down; reconnect.', { retryAfterMs: 1000 });
+    const authorization = req.headers.authorization;
+    const auth = await verifyToken(authorization);
+    if (!auth || !authorization) {
+      throw new AppError('UNAUTHENTICATED', 'Streams need an access token. Send "Authorization: Bearer <token>".');
+    }
+    await streams.handle(req, res, { auth, authorization, correlationId });
+  };
+
+  const handle = async (req: IncomingMessage, res: ServerResponse, path: string, search: string, correlationId: string) => {
+    const started = performance.now();
+    const info: RequestInfo = {};
+    try {
+      if (path === '/graphql') await graphql(req, res, correlationId, info, search);
+      else if (path === '/graphql/stream') await stream(req, res, correlationId);
+      else if (path === '/readyz') await readyz(res);
+      else sendJson(res, 404, { error: 'not_found', message: `No route ${path}` });
+    } catch (err) {
+      if (res.headersSent) {
+        log.warn('response failed after headers were sent', { path, error: err });
+        res.destroy();
+      } else if (err instanceof AppError) {
+        sendRequestError(res, err, httpStatusOf(err.code), correlationId);
+      } else {
+        log.error('request failed', { path, error: err });
+        sendRequestError(
+          res,
+          new AppError('INTERNAL_SERVER_ERROR', `Internal server error. Report correlation id ${correlationId}.`),
+          500,
+          correlationId,
+        );
+      }
+    } finally {
+      const fields = {
+        method: req.method,
+        path,
+        operationName: info.operationName,
+        status: res.statusCode,
+        latencyMs: Math.round((performance.now() - started) * 100) / 100,
+      };
+      if (path === '/readyz') log.debug('request', fields);
+      else log.info('request', fields);
+    }
+  };
+
+  const server = createServer((req, res) => {
+    const url = req.url ?? '/';
+    const q = url.indexOf('?');
+    const path = q < 0 ? url : url.slice(0, q);
+    if (path === '/healthz') {
+      sendJson(res, 200, { status: 'ok' });
+      return;
+    }
+    const correlationId = correlationIdFrom(req.headers['x-correlation-id']);
+    res.setHeader('x-correlation-id', correlationId);
+    if (shuttingDown) res.setHeader('connection', 'close');
+    inflight++;
+    void withCorrelationId(correlationId, () => handle(req, res, path, q < 0 ? '' : url.slice(q), correlationId)).finally(() => {
+      inflight--;
+      if (shuttingDown) {
+        server.closeIdleConnections();
+        if (inflight === 0) drained?.();
+      }
+    });
+  });
+  server.keepAliveTimeout = 65_000;
+  server.headersTimeout = 66_000;
+
+  let closing: Promise<void> | null = null;
+
+  return {
+    server,
+    get url() {
+      return baseUrl;
+    },
+    get openStreams() {
+      return streams.openStreams;
+    },
+    listen(port, host) {
+      return new Promise((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(port, host, () => {
+          server.off('error', reject);
+          const addr = server.address() as AddressInfo;
+          baseUrl = `http://${host.includes(':') ? `[${host}]` : host}:${addr.port}`;
+          log.info('gateway listening', { url: `${baseUrl}/graphql` });
+          resolve(baseUrl);
+        });
+      });
+    },
+    close() {
+      closing ??= (async () => {
+        shuttingDown = true;
+        const stopped = server.listening
+          ? new Promise<void>((r) => server.close(() => r()))
+          : Promise.resolve();
+        const streamsClosed = streams.close();
+        server.closeIdleConnections();
+        if (inflight > 0) {
+          await new Promise<void>((resolve) => {
+            drained = resolve;
+            setTimeout(resolve, config.shutdownGraceMs).unref();
+          });
+        }
+        const stuck = inflight > 0;
+        server.closeAllConnections();
+        await stopped;
+        await streamsClosed;
+        await apollo.stop();
+        // Requests still running after the grace period are abandoned: do not wait for their subgraph fetches.
+        await pools.close(stuck);
+        log.info('gateway stopped');
+      })();
+      return closing;
+    },
+  };
+}
