@@ -1,0 +1,143 @@
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from '../src/config.js';
+
+const secret = 'x'.repeat(32);
+
+function configError(env: NodeJS.ProcessEnv): string {
+  try {
+    loadConfig(env);
+  } catch (err) {
+    expect(err).toBeInstanceOf(ConfigError);
+    return (err as Error).message;
+  }
+  throw new Error('expected loadConfig to throw');
+}
+
+describe('loadConfig', () => {
+  const dirs: string[] = [];
+  const tempDir = () => {
+    const d = mkdtempSync(join(tmpdir(), 'agentgraph-config-'));
+    dirs.push(d);
+    return d;
+  };
+  afterEach(() => {
+    for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+  });
+
+  it('has working defaults for development on the embedded database', () => {
+    const dataDir = tempDir();
+    const c = loadConfig({ DATA_DIR: dataDir });
+    expect(c.mode).toBe('development');
+    expect(c.database).toEqual({ driver: 'pglite', dataDir: join(dataDir, 'pglite') });
+    expect(c.appRole).toBe('agentgraph_app');
+    expect(c.host).toBe('127.0.0.1');
+    expect(c.gatewayPort).toBe(4000);
+    expect(c.subgraphPorts).toEqual({ identity: 4101, memory: 4102, coordination: 4103, catalog: 4104 });
+    expect(c.subgraphUrls.memory).toBe('http://127.0.0.1:4102/graphql');
+    expect(c.tokenIssuer).toBe('http://127.0.0.1:4101');
+    expect(c.jwksUrl).toBe('http://127.0.0.1:4101/.well-known/jwks.json');
+    expect(c.tokenAudience).toBe('agentgraph');
+    expect(c.limits).toEqual({
+      maxBodyBytes: 6 * 1024 * 1024,
+      maxPayloadBytes: 5 * 1024 * 1024,
+      maxDepth: 12,
+      maxAliases: 30,
+      maxPageSize: 100,
+    });
+    expect(c.idempotencyRetentionSeconds).toBe(86_400);
+    expect(c.client).toEqual({
+      pollIntervalMs: 5_000,
+      retryMaxAttempts: 5,
+      retryBudgetMs: 30_000,
+      telemetryEnabled: true,
+    });
+    expect(c.introspection).toBe(true);
+    expect(c.logLevel).toBe('info');
+  });
+
+  it('keeps a generated development cursor secret in the data folder (0600), stable across starts', () => {
+    const dataDir = tempDir();
+    const first = loadConfig({ DATA_DIR: dataDir }).cursorSecret;
+    expect(first.length).toBeGreaterThanOrEqual(32);
+    expect(loadConfig({ DATA_DIR: dataDir }).cursorSecret).toBe(first);
+    const file = join(dataDir, 'cursor-secret');
+    expect(readFileSync(file, 'utf8').trim()).toBe(first);
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+  });
+
+  it('uses an in-memory database and writes nothing for DATA_DIR=memory://', () => {
+    const c = loadConfig({ DATA_DIR: 'memory://' });
+    expect(c.database).toEqual({ driver: 'pglite', dataDir: null });
+    expect(c.cursorSecret.length).toBeGreaterThanOrEqual(32);
+  });
+
+  it('uses PostgreSQL when DATABASE_URL is set', () => {
+    const c = loadConfig({
+      DATABASE_URL: 'postgres://u@127.0.0.1:5432/db',
+      DATABASE_POOL_SIZE: '4',
+      CURSOR_SECRET: secret,
+    });
+    expect(c.database).toEqual({ driver: 'postgres', url: 'postgres://u@127.0.0.1:5432/db', poolSize: 4 });
+    expect(c.cursorSecret).toBe(secret);
+  });
+
+  it('coerces numbers and booleans from strings', () => {
+    const c = loadConfig({
+      DATA_DIR: 'memory://',
+      MAX_DEPTH: '7',
+      CLIENT_TELEMETRY_ENABLED: '0',
+      INTROSPECTION: 'false',
+      SUBGRAPH_MEMORY_URL: 'http://memory.internal:8080/graphql',
+    });
+    expect(c.limits.maxDepth).toBe(7);
+    expect(c.client.telemetryEnabled).toBe(false);
+    expect(c.introspection).toBe(false);
+    expect(c.subgraphUrls.memory).toBe('http://memory.internal:8080/graphql');
+  });
+
+  it.each([
+    ['MAX_DEPTH', 'deep'],
+    ['MAX_PAGE_SIZE', '0'],
+    ['GATEWAY_PORT', '70000'],
+    ['DATABASE_URL', 'mysql://localhost/db'],
+    ['DATABASE_APP_ROLE', 'App; DROP ROLE x'],
+    ['LOG_LEVEL', 'verbose'],
+    ['CLIENT_TELEMETRY_ENABLED', 'yes'],
+    ['AGENTGRAPH_MODE', 'staging'],
+    ['IDEMPOTENCY_RETENTION_SECONDS', '3600'],
+    ['CURSOR_SECRET', 'too-short'],
+    ['JWKS_URL', 'not a url'],
+  ])('rejects a bad %s and names it', (name, value) => {
+    const message = configError({ DATA_DIR: 'memory://', [name]: value });
+    expect(message).toContain(name);
+    expect(message).toMatch(/^Invalid configuration:/);
+  });
+
+  it('does not echo a rejected secret', () => {
+    expect(configError({ DATA_DIR: 'memory://', CURSOR_SECRET: 'hunter2-short' })).not.toContain('hunter2');
+  });
+
+  it('requires CURSOR_SECRET in production', () => {
+    const message = configError({ AGENTGRAPH_MODE: 'production', DATABASE_URL: 'postgres://u@h/db' });
+    expect(message).toContain('CURSOR_SECRET');
+  });
+
+  it('requires DATABASE_URL in production', () => {
+    const message = configError({ AGENTGRAPH_MODE: 'production', CURSOR_SECRET: secret });
+    expect(message).toContain('DATABASE_URL');
+  });
+
+  it('accepts production with both, and turns introspection off there by default', () => {
+    const c = loadConfig({
+      AGENTGRAPH_MODE: 'production',
+      CURSOR_SECRET: secret,
+      DATABASE_URL: 'postgres://u@h/db',
+    });
+    expect(c.mode).toBe('production');
+    expect(c.introspection).toBe(false);
+    expect(c.cursorSecret).toBe(secret);
+  });
+});
