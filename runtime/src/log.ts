@@ -33,7 +33,10 @@ const SENSITIVE_KEY =
   /(authorization|token|secret|password|passwd|cookie|idempotency.?key|api.?key|private.?key|credential)/i;
 
 function redact(value: unknown, depth = 0): unknown {
-  if (depth > 6 || value === null || typeof value !== 'object') return value;
+  if (value === null || typeof value !== 'object') return value;
+  // Deeper objects are cut, not passed through: unredacted they could leak a credential, and a cycle would
+  // make JSON.stringify (and so the log call) throw.
+  if (depth > 6) return '[truncated]';
   if (value instanceof Error) return { name: value.name, message: value.message, stack: value.stack };
   if (Array.isArray(value)) return value.map((v) => redact(v, depth + 1));
   const out: Record<string, unknown> = {};

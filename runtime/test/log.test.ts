@@ -83,6 +83,22 @@ describe('createLogger', () => {
       expect(c.lines[0]).not.toContain(leaked);
   });
 
+  it('cuts objects nested too deep instead of writing them unredacted', () => {
+    const c = capture();
+    const deep = { a: { b: { c: { d: { e: { f: { g: { authorization: 'Bearer deep-secret' } } } } } } } };
+    createLogger({}, c.opts).info('deep', deep);
+    expect(c.lines[0]).not.toContain('deep-secret');
+    expect(c.lines[0]).toContain('[truncated]');
+  });
+
+  it('does not throw on a cyclic value', () => {
+    const c = capture();
+    const cyclic: Record<string, unknown> = { name: 'loop' };
+    cyclic['self'] = cyclic;
+    expect(() => createLogger({}, c.opts).warn('cycle', { cyclic })).not.toThrow();
+    expect(c.records()[0]).toMatchObject({ msg: 'cycle', cyclic: { name: 'loop' } });
+  });
+
   it('logs errors with name, message and stack', () => {
     const c = capture();
     createLogger({}, c.opts).error('failed', { error: new TypeError('bad thing') });
