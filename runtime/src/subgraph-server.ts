@@ -261,7 +261,7 @@ export function createSubgraphServer(opts: SubgraphServerOptions): {
           correlationId,
         );
       }
-    });
+    }).catch(() => res.destroy()); // last resort: a rejection here would be unhandled, which stops Node
   });
   server.keepAliveTimeout = 65_000;
 
