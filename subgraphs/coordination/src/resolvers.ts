@@ -63,9 +63,12 @@ function roomKey(key: SortKey): [string, string] {
 function seqKey(key: SortKey, argument: string): number {
   const seq = key[0];
   if (key.length !== 1 || typeof seq !== 'number' || !Number.isInteger(seq)) {
-    throw badInput(`The cursor in "${argument}" is not valid for this list. Start again without "${argument}".`, {
-      argument,
-    });
+    throw badInput(
+      `The cursor in "${argument}" is not valid for this list. Start again without "${argument}".`,
+      {
+        argument,
+      },
+    );
   }
   return seq;
 }
@@ -112,11 +115,16 @@ export const resolvers: Resolvers = {
       requireWriter(auth, 'post messages');
       const roomId = parseArg(Id, args.roomId, 'roomId');
       const body = parseArg(MessageBody, args.input.body, 'input.body');
-      return idempotentMutation(ctx, 'Mutation.postMessage', { ...args, roomId, input: { body } }, async (tx, a) => {
-        const message = await appendMessage(tx, a.tenantId, roomId, a.principalId, body);
-        if (!message) throw notFound(`Room ${roomId}`);
-        return { message };
-      });
+      return idempotentMutation(
+        ctx,
+        'Mutation.postMessage',
+        { ...args, roomId, input: { body } },
+        async (tx, a) => {
+          const message = await appendMessage(tx, a.tenantId, roomId, a.principalId, body);
+          if (!message) throw notFound(`Room ${roomId}`);
+          return { message };
+        },
+      );
     },
   },
 

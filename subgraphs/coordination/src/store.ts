@@ -38,15 +38,18 @@ export async function insertRoom(
 
 export async function roomsById(tx: Queryable, ids: readonly string[]): Promise<Map<string, RoomModel>> {
   if (ids.length === 0) return new Map();
-  const r = await tx.query<RoomRow>(`SELECT ${ROOM_COLUMNS} FROM coordination.rooms WHERE id = ANY($1::uuid[])`, [
-    ids,
-  ]);
+  const r = await tx.query<RoomRow>(
+    `SELECT ${ROOM_COLUMNS} FROM coordination.rooms WHERE id = ANY($1::uuid[])`,
+    [ids],
+  );
   return new Map(r.rows.map((row) => [row.id, toRoom(row)]));
 }
 
 /** The room's newest sequence number, or null when the room is not visible in this tenant. */
 export async function lastSeqOf(tx: Queryable, roomId: string): Promise<number | null> {
-  const r = await tx.query<{ last_seq: number }>('SELECT last_seq FROM coordination.rooms WHERE id = $1', [roomId]);
+  const r = await tx.query<{ last_seq: number }>('SELECT last_seq FROM coordination.rooms WHERE id = $1', [
+    roomId,
+  ]);
   return r.rows[0] ? Number(r.rows[0].last_seq) : null;
 }
 
@@ -102,7 +105,9 @@ export async function appendMessage(
 }
 
 export async function messageById(tx: Queryable, id: string): Promise<MessageModel | null> {
-  const r = await tx.query<MessageRow>(`SELECT ${MESSAGE_COLUMNS} FROM coordination.messages WHERE id = $1`, [id]);
+  const r = await tx.query<MessageRow>(`SELECT ${MESSAGE_COLUMNS} FROM coordination.messages WHERE id = $1`, [
+    id,
+  ]);
   return r.rows[0] ? toMessage(r.rows[0]) : null;
 }
 

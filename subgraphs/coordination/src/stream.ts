@@ -44,7 +44,9 @@ function parseNotification(payload: string): MessageNotification | null {
   }
 }
 
-export async function* roomMessageStream(opts: RoomStreamOptions): AsyncGenerator<MessageModel, void, undefined> {
+export async function* roomMessageStream(
+  opts: RoomStreamOptions,
+): AsyncGenerator<MessageModel, void, undefined> {
   const { db, auth, log, signal, roomId } = opts;
   const pageSize = opts.pageSize ?? STREAM_PAGE_SIZE;
   if (signal.aborted) return;
@@ -87,7 +89,11 @@ export async function* roomMessageStream(opts: RoomStreamOptions): AsyncGenerato
           if (signal.aborted) return;
           if (message.seq !== last + 1) {
             // Cannot happen while seqs commit in order (see above); never skip silently if it ever does.
-            log.error('room stream found a gap in the log; re-reading', { roomId, expected: last + 1, got: message.seq });
+            log.error('room stream found a gap in the log; re-reading', {
+              roomId,
+              expected: last + 1,
+              got: message.seq,
+            });
             break;
           }
           last = message.seq;
@@ -100,7 +106,9 @@ export async function* roomMessageStream(opts: RoomStreamOptions): AsyncGenerato
     signal.removeEventListener('abort', poke);
     wake = null;
     if (unlisten) {
-      await unlisten().catch((err: unknown) => log.warn('room stream could not unlisten', { roomId, error: err }));
+      await unlisten().catch((err: unknown) =>
+        log.warn('room stream could not unlisten', { roomId, error: err }),
+      );
     }
   }
 }

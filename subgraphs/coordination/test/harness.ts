@@ -32,7 +32,11 @@ export interface Caller {
 export interface GraphQLResponse<T = Record<string, unknown>> {
   status: number;
   data?: T | null;
-  errors?: { message: string; path?: (string | number)[]; extensions?: { code?: string } & Record<string, unknown> }[];
+  errors?: {
+    message: string;
+    path?: (string | number)[];
+    extensions?: { code?: string } & Record<string, unknown>;
+  }[];
   extensions?: Record<string, unknown>;
 }
 
@@ -73,7 +77,10 @@ export async function startHarness(): Promise<Harness> {
     SHUTDOWN_GRACE_MS: '5000',
   });
   const errorLogs: string[] = [];
-  const log = createLogger({ service: 'coordination-test' }, { level: 'error', write: (l) => errorLogs.push(l) });
+  const log = createLogger(
+    { service: 'coordination-test' },
+    { level: 'error', write: (l) => errorLogs.push(l) },
+  );
   const { db, handle } = await openDatabase(config, [coordinationSubgraph.migrations]);
 
   // Count listeners so tests can await their release instead of sleeping.
@@ -105,7 +112,13 @@ export async function startHarness(): Promise<Harness> {
     keys: createLocalJWKSet({ keys: [publicJwk] }),
   });
 
-  const served = await serveSubgraph(coordinationSubgraph, { config, db: counted, log, verifyToken, port: 0 });
+  const served = await serveSubgraph(coordinationSubgraph, {
+    config,
+    db: counted,
+    log,
+    verifyToken,
+    port: 0,
+  });
   let serverClosed: Promise<void> | null = null;
   const closeServer = () => (serverClosed ??= served.close());
 
@@ -156,7 +169,13 @@ export async function startHarness(): Promise<Harness> {
     closeServer,
     async startReplica() {
       const replica = await openDatabase(config, [coordinationSubgraph.migrations]);
-      const server = await serveSubgraph(coordinationSubgraph, { config, db: replica.db, log, verifyToken, port: 0 });
+      const server = await serveSubgraph(coordinationSubgraph, {
+        config,
+        db: replica.db,
+        log,
+        verifyToken,
+        port: 0,
+      });
       return {
         url: server.url,
         async close() {
@@ -176,7 +195,14 @@ export async function startHarness(): Promise<Harness> {
 export const CREATE_ROOM = /* GraphQL */ `
   mutation CreateRoom($name: String!, $key: ID!) {
     createRoom(input: { name: $name }, idempotencyKey: $key) {
-      room { id name createdAt createdBy { id } }
+      room {
+        id
+        name
+        createdAt
+        createdBy {
+          id
+        }
+      }
     }
   }
 `;
@@ -184,7 +210,19 @@ export const CREATE_ROOM = /* GraphQL */ `
 export const POST_MESSAGE = /* GraphQL */ `
   mutation Post($roomId: ID!, $body: String!, $key: ID!) {
     postMessage(roomId: $roomId, input: { body: $body }, idempotencyKey: $key) {
-      message { id seq body createdAt author { id } room { id name } }
+      message {
+        id
+        seq
+        body
+        createdAt
+        author {
+          id
+        }
+        room {
+          id
+          name
+        }
+      }
     }
   }
 `;
@@ -199,7 +237,10 @@ export interface PostedMessage {
 }
 
 export async function createRoom(h: Harness, caller: Caller, name = 'ops'): Promise<string> {
-  const r = await h.gql<{ createRoom: { room: { id: string } } }>(caller, CREATE_ROOM, { name, key: randomUUID() });
+  const r = await h.gql<{ createRoom: { room: { id: string } } }>(caller, CREATE_ROOM, {
+    name,
+    key: randomUUID(),
+  });
   if (!r.data?.createRoom) throw new Error(`createRoom failed: ${JSON.stringify(r.errors)}`);
   return r.data.createRoom.room.id;
 }

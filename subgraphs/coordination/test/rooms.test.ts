@@ -6,7 +6,16 @@
 import { randomUUID } from 'node:crypto';
 import { withTenant } from '@agentgraph/runtime';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CREATE_ROOM, POST_MESSAGE, createRoom, post, startHarness, type Caller, type GraphQLResponse, type Harness } from './harness.js';
+import {
+  CREATE_ROOM,
+  POST_MESSAGE,
+  createRoom,
+  post,
+  startHarness,
+  type Caller,
+  type GraphQLResponse,
+  type Harness,
+} from './harness.js';
 
 let h: Harness;
 let alice: Caller;
@@ -24,8 +33,19 @@ const MESSAGES = /* GraphQL */ `
     room(id: $id) {
       id
       messages(first: $first, after: $after, last: $last, before: $before) {
-        edges { cursor node { seq body } }
-        pageInfo { hasNextPage hasPreviousPage startCursor endCursor }
+        edges {
+          cursor
+          node {
+            seq
+            body
+          }
+        }
+        pageInfo {
+          hasNextPage
+          hasPreviousPage
+          startCursor
+          endCursor
+        }
       }
     }
   }
@@ -37,7 +57,12 @@ interface RoomsPage {
 
 interface Page {
   edges: { cursor: string; node: { seq: number; body: string } }[];
-  pageInfo: { hasNextPage: boolean; hasPreviousPage: boolean; startCursor: string | null; endCursor: string | null };
+  pageInfo: {
+    hasNextPage: boolean;
+    hasPreviousPage: boolean;
+    startCursor: string | null;
+    endCursor: string | null;
+  };
 }
 
 async function messagesPage(caller: Caller, id: string, args: Record<string, unknown>): Promise<Page> {
@@ -48,11 +73,9 @@ async function messagesPage(caller: Caller, id: string, args: Record<string, unk
 
 describe('rooms and messages', () => {
   it('creates a room, posts messages, and lists them oldest first', async () => {
-    const created = await h.gql<{ createRoom: { room: { id: string; name: string; createdBy: { id: string } } } }>(
-      alice,
-      CREATE_ROOM,
-      { name: '  incident-42  ', key: randomUUID() },
-    );
+    const created = await h.gql<{
+      createRoom: { room: { id: string; name: string; createdBy: { id: string } } };
+    }>(alice, CREATE_ROOM, { name: '  incident-42  ', key: randomUUID() });
     expect(created.errors).toBeUndefined();
     const room = created.data!.createRoom.room;
     expect(room.name).toBe('incident-42');
@@ -96,7 +119,9 @@ describe('rooms and messages', () => {
   it('numbers 20 concurrent posts 1..20 without gaps or duplicates', async () => {
     const room = await createRoom(h, alice, 'busy');
     const posted = await Promise.all(Array.from({ length: 20 }, (_, i) => post(h, alice, room, `m${i}`)));
-    expect(posted.map((m) => m.seq).sort((a, b) => a - b)).toEqual(Array.from({ length: 20 }, (_, i) => i + 1));
+    expect(posted.map((m) => m.seq).sort((a, b) => a - b)).toEqual(
+      Array.from({ length: 20 }, (_, i) => i + 1),
+    );
     const page = await messagesPage(alice, room, { first: 100 });
     expect(page.edges.map((e) => e.node.seq)).toEqual(Array.from({ length: 20 }, (_, i) => i + 1));
     // Each seq holds the body that was posted with it.
@@ -152,19 +177,30 @@ describe('rooms and messages', () => {
     const cursor = (await messagesPage(alice, roomA, { first: 1 })).pageInfo.endCursor!;
     const other = await h.gql(alice, MESSAGES, { id: roomB, first: 1, after: cursor });
     expect(other.errors?.[0]?.extensions?.code).toBe('BAD_USER_INPUT');
-    const altered = await h.gql(alice, MESSAGES, { id: roomA, first: 1, after: cursor.replace(/^./, (c) => (c === 'A' ? 'B' : 'A')) });
+    const altered = await h.gql(alice, MESSAGES, {
+      id: roomA,
+      first: 1,
+      after: cursor.replace(/^./, (c) => (c === 'A' ? 'B' : 'A')),
+    });
     expect(altered.errors?.[0]?.extensions?.code).toBe('BAD_USER_INPUT');
     const both = await h.gql(alice, MESSAGES, { id: roomA, first: 1, last: 1 });
     expect(both.errors?.[0]?.extensions?.code).toBe('BAD_USER_INPUT');
     const huge = await h.gql(alice, MESSAGES, { id: roomA, first: 100_000 });
     expect(huge.errors?.[0]?.extensions?.code).toBe('BAD_USER_INPUT');
     const roomsCursor = (
-      await h.gql<{ rooms: { pageInfo: { endCursor: string } } }>(alice, '{ rooms(first: 1) { pageInfo { endCursor } } }')
+      await h.gql<{ rooms: { pageInfo: { endCursor: string } } }>(
+        alice,
+        '{ rooms(first: 1) { pageInfo { endCursor } } }',
+      )
     ).data!.rooms.pageInfo.endCursor;
     const mallory = await h.caller();
-    const foreign = await h.gql(mallory, 'query($a: String) { rooms(first: 1, after: $a) { edges { cursor } } }', {
-      a: roomsCursor,
-    });
+    const foreign = await h.gql(
+      mallory,
+      'query($a: String) { rooms(first: 1, after: $a) { edges { cursor } } }',
+      {
+        a: roomsCursor,
+      },
+    );
     expect(foreign.errors?.[0]?.extensions?.code).toBe('BAD_USER_INPUT');
   });
 
@@ -172,8 +208,16 @@ describe('rooms and messages', () => {
     const room = await createRoom(h, alice, 'replay');
     const key = randomUUID();
     const vars = { roomId: room, body: 'once', key };
-    const first = await h.gql<{ postMessage: { message: { id: string; seq: number } } }>(alice, POST_MESSAGE, vars);
-    const again = await h.gql<{ postMessage: { message: { id: string; seq: number } } }>(alice, POST_MESSAGE, vars);
+    const first = await h.gql<{ postMessage: { message: { id: string; seq: number } } }>(
+      alice,
+      POST_MESSAGE,
+      vars,
+    );
+    const again = await h.gql<{ postMessage: { message: { id: string; seq: number } } }>(
+      alice,
+      POST_MESSAGE,
+      vars,
+    );
     expect(first.errors).toBeUndefined();
     expect(first.extensions?.['idempotentReplay']).toBeUndefined();
     expect(again.data).toEqual(first.data);
@@ -194,10 +238,12 @@ describe('rooms and messages', () => {
     const code = async (caller: Caller | null, query: string, vars: Record<string, unknown>) =>
       (await h.gql(caller, query, vars)).errors?.[0]?.extensions?.code;
 
-    expect(await code(alice, POST_MESSAGE, { roomId: room, body: '', key: randomUUID() })).toBe('BAD_USER_INPUT');
-    expect(await code(alice, POST_MESSAGE, { roomId: room, body: 'x'.repeat(16_385), key: randomUUID() })).toBe(
+    expect(await code(alice, POST_MESSAGE, { roomId: room, body: '', key: randomUUID() })).toBe(
       'BAD_USER_INPUT',
     );
+    expect(
+      await code(alice, POST_MESSAGE, { roomId: room, body: 'x'.repeat(16_385), key: randomUUID() }),
+    ).toBe('BAD_USER_INPUT');
     expect(await code(alice, POST_MESSAGE, { roomId: room, body: 'a\u0000b', key: randomUUID() })).toBe(
       'BAD_USER_INPUT',
     );
@@ -205,14 +251,22 @@ describe('rooms and messages', () => {
       'BAD_USER_INPUT',
     );
     expect(await code(alice, POST_MESSAGE, { roomId: room, body: 'x', key: 'short' })).toBe('BAD_USER_INPUT');
-    expect(await code(alice, POST_MESSAGE, { roomId: randomUUID(), body: 'x', key: randomUUID() })).toBe('NOT_FOUND');
+    expect(await code(alice, POST_MESSAGE, { roomId: randomUUID(), body: 'x', key: randomUUID() })).toBe(
+      'NOT_FOUND',
+    );
     expect(await code(alice, CREATE_ROOM, { name: ' ', key: randomUUID() })).toBe('BAD_USER_INPUT');
-    expect(await code(alice, CREATE_ROOM, { name: 'n'.repeat(101), key: randomUUID() })).toBe('BAD_USER_INPUT');
+    expect(await code(alice, CREATE_ROOM, { name: 'n'.repeat(101), key: randomUUID() })).toBe(
+      'BAD_USER_INPUT',
+    );
 
     const viewer = await h.caller({ tenantId: alice.tenantId, role: 'VIEWER' });
-    expect(await code(viewer, POST_MESSAGE, { roomId: room, body: 'x', key: randomUUID() })).toBe('FORBIDDEN');
+    expect(await code(viewer, POST_MESSAGE, { roomId: room, body: 'x', key: randomUUID() })).toBe(
+      'FORBIDDEN',
+    );
     expect(await code(viewer, CREATE_ROOM, { name: 'v', key: randomUUID() })).toBe('FORBIDDEN');
-    expect(await code(null, POST_MESSAGE, { roomId: room, body: 'x', key: randomUUID() })).toBe('UNAUTHENTICATED');
+    expect(await code(null, POST_MESSAGE, { roomId: room, body: 'x', key: randomUUID() })).toBe(
+      'UNAUTHENTICATED',
+    );
 
     // The largest allowed body is accepted, and none of the refused posts took a sequence number.
     const big = await post(h, alice, room, 'y'.repeat(16_384));
@@ -227,19 +281,34 @@ describe('rooms and messages', () => {
     const message = await post(h, alice, room, 'secret plan');
     const mallory = await h.caller({ role: 'OWNER' });
 
-    const seen = await h.gql<{ room: unknown }>(mallory, 'query($id: ID!) { room(id: $id) { id } }', { id: room });
+    const seen = await h.gql<{ room: unknown }>(mallory, 'query($id: ID!) { room(id: $id) { id } }', {
+      id: room,
+    });
     expect(seen.errors).toBeUndefined();
     expect(seen.data!.room).toBeNull();
-    const listed = await h.gql<{ rooms: { edges: unknown[] } }>(mallory, '{ rooms { edges { node { id } } } }');
+    const listed = await h.gql<{ rooms: { edges: unknown[] } }>(
+      mallory,
+      '{ rooms { edges { node { id } } } }',
+    );
     expect(listed.data!.rooms.edges).toEqual([]);
     const posted = await h.gql(mallory, POST_MESSAGE, { roomId: room, body: 'intrusion', key: randomUUID() });
     expect(posted.errors?.[0]?.extensions?.code).toBe('NOT_FOUND');
 
     const ENTITIES = /* GraphQL */ `
-      query($reps: [_Any!]!) {
+      query ($reps: [_Any!]!) {
         _entities(representations: $reps) {
-          ... on Room { id name }
-          ... on Message { id seq body room { id } }
+          ... on Room {
+            id
+            name
+          }
+          ... on Message {
+            id
+            seq
+            body
+            room {
+              id
+            }
+          }
         }
       }
     `;
@@ -267,13 +336,19 @@ describe('rooms and messages', () => {
     await post(h, alice, room, 'original');
     const auth = { tenantId: alice.tenantId, principalId: alice.sub, role: 'OWNER' as const, scopes: [] };
     await expect(
-      withTenant(h.db, auth, (tx) => tx.query("UPDATE coordination.messages SET body = 'forged' WHERE room_id = $1", [room])),
+      withTenant(h.db, auth, (tx) =>
+        tx.query("UPDATE coordination.messages SET body = 'forged' WHERE room_id = $1", [room]),
+      ),
     ).rejects.toThrow(/permission denied/i);
     await expect(
-      withTenant(h.db, auth, (tx) => tx.query('DELETE FROM coordination.messages WHERE room_id = $1', [room])),
+      withTenant(h.db, auth, (tx) =>
+        tx.query('DELETE FROM coordination.messages WHERE room_id = $1', [room]),
+      ),
     ).rejects.toThrow(/permission denied/i);
     await expect(
-      withTenant(h.db, auth, (tx) => tx.query("UPDATE coordination.rooms SET name = 'renamed' WHERE id = $1", [room])),
+      withTenant(h.db, auth, (tx) =>
+        tx.query("UPDATE coordination.rooms SET name = 'renamed' WHERE id = $1", [room]),
+      ),
     ).rejects.toThrow(/permission denied/i);
     // Row-Level Security: outside a tenant transaction the app role sees no rows at all.
     const bare = await h.db.query<{ n: number }>('SELECT count(*)::int AS n FROM coordination.messages');

@@ -97,7 +97,15 @@ describe('room stream recovery', () => {
     await postN(7);
     const c = controlled();
     const abort = new AbortController();
-    const stream = roomMessageStream({ db: c.db, auth, log, signal: abort.signal, roomId, afterSeq: 0, pageSize: 3 });
+    const stream = roomMessageStream({
+      db: c.db,
+      auth,
+      log,
+      signal: abort.signal,
+      roomId,
+      afterSeq: 0,
+      pageSize: 3,
+    });
     expect(await take(stream, 7)).toEqual(range(1, 7));
 
     // Five posts whose notifications never arrive, then one notification for the last: all five come, in order.

@@ -9,7 +9,17 @@ import { createRoom, post, startHarness, type Caller, type Harness } from './har
 
 const ROOM_MESSAGES = /* GraphQL */ `
   subscription RoomMessages($roomId: ID!, $afterSeq: Int) {
-    roomMessages(roomId: $roomId, afterSeq: $afterSeq) { id seq body author { id } room { id } }
+    roomMessages(roomId: $roomId, afterSeq: $afterSeq) {
+      id
+      seq
+      body
+      author {
+        id
+      }
+      room {
+        id
+      }
+    }
   }
 `;
 
@@ -57,7 +67,11 @@ class Subscription {
       const check = () => {
         if (done()) return resolve();
         if (this.ended) {
-          return reject(new Error(`stream ended (${this.ended}: ${String(this.error)}) before ${what}; got ${JSON.stringify(this.results)}`));
+          return reject(
+            new Error(
+              `stream ended (${this.ended}: ${String(this.error)}) before ${what}; got ${JSON.stringify(this.results)}`,
+            ),
+          );
         }
         this.waiters.push(check);
       };
