@@ -81,6 +81,7 @@ export interface Gateway {
   close(): Promise<void>;
 }
 
+const TABLE_CODES = new Set(errorTable.map((e) => e.code));
 /** Codes clients may see as they are; everything else is masked as INTERNAL_SERVER_ERROR. */
 const CLIENT_CODES = new Set(errorTable.map((e) => e.code).filter((c) => c !== 'INTERNAL_SERVER_ERROR'));
 /** Apollo Server's own request-error codes, mapped onto the shared table. */
@@ -119,17 +120,29 @@ export function formatGatewayError(formatted: GraphQLFormattedError, error: unkn
   };
 }
 
-/** Marks the response as a replay when any subgraph answered one (collected by the data sources). */
-const replayListener: GraphQLRequestListener<GatewayContext> = {
+/**
+ * After execution: marks the response as a replay when any subgraph answered one (collected by the data sources), and
+ * gives a response that carries no data at all (`data: null`, every error coded from the table) the status of its
+ * first error, as a request error: a forged cursor on a root connection is 400, a reused idempotency key 422, a key
+ * still in flight 409 (the SDKs classify retries by status, DESIGN.md §4). Partial data stays 200.
+ */
+const responseListener: GraphQLRequestListener<GatewayContext> = {
   async willSendResponse({ contextValue, response }) {
-    if (!contextValue.idempotentReplay || response.body.kind !== 'single') return;
+    if (response.body.kind !== 'single') return;
     const result = response.body.singleResult;
-    result.extensions = { ...result.extensions, idempotentReplay: true };
+    if (contextValue.idempotentReplay) result.extensions = { ...result.extensions, idempotentReplay: true };
+    const errors = result.errors;
+    if (result.data !== null || !errors?.length || (response.http.status ?? 200) !== 200) return;
+    const codes = errors.map((e) => e.extensions?.['code']);
+    if (!codes.every((c) => typeof c === 'string' && TABLE_CODES.has(c))) return;
+    response.http.status = httpStatusOf(codes[0] as string);
+    const retryAfterMs = errors[0]!.extensions?.['retryAfterMs'];
+    if (typeof retryAfterMs === 'number') response.http.headers.set('retry-after', String(Math.ceil(retryAfterMs / 1000)));
   },
 };
-const replayPlugin: ApolloServerPlugin<GatewayContext> = {
+const responsePlugin: ApolloServerPlugin<GatewayContext> = {
   async requestDidStart() {
-    return replayListener;
+    return responseListener;
   },
 };
 
@@ -261,7 +274,7 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
       ApolloServerPluginSchemaReportingDisabled(),
       ApolloServerPluginInlineTraceDisabled(),
       ApolloServerPluginCacheControlDisabled(),
-      replayPlugin,
+      responsePlugin,
     ],
   });
   await apollo.start();

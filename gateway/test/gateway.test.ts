@@ -197,7 +197,7 @@ describe('gateway /graphql', () => {
 
   it('keeps the code of a subgraph field error and drops the topology (serviceName)', async () => {
     const r = await h.gql('{ missing { id } }');
-    expect(r.status).toBe(200);
+    expect(r.status).toBe(200); // data is { missing: null }: a field error inside a 200
     expect(r.json.data).toEqual({ missing: null });
     expect(r.json.errors[0].extensions.code).toBe('NOT_FOUND');
     expect(r.json.errors[0].extensions.serviceName).toBeUndefined();
@@ -223,6 +223,9 @@ describe('gateway /graphql', () => {
     expect(second.json.data).toEqual(first.json.data);
     const reused = await h.gql(q, { k: key, l: 'two' }, token);
     expect(reused.json.errors[0].extensions.code).toBe('IDEMPOTENCY_KEY_REUSED');
+    // No data at all and a coded error: the code's status (422), so clients classify it without parsing.
+    expect(reused.status).toBe(422);
+    expect(reused.json.data).toBeNull();
   });
 
   it('serves GET queries too, but no mutations over GET', async () => {

@@ -1,0 +1,84 @@
+/**
+ * `npm start`: the whole platform in one process on loopback ports, with the embedded PGlite database under ./.data
+ * (or PostgreSQL when DATABASE_URL is set). Prints the URLs and, in development, how to get a token. Ctrl-C or
+ * SIGTERM drains and stops cleanly; the data survives a restart.
+ */
+import { ConfigError, createLogger, loadConfig, type Config } from '@agentgraph/runtime';
+import { startPlatform, type Platform } from './platform.js';
+
+function loadOrExit(): Config {
+  try {
+    return loadConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`${err.message}\n`);
+      process.exit(1);
+    }
+    throw err;
+  }
+}
+
+function banner(p: Platform): string {
+  const { gatewayUrl, subgraphs, config } = p;
+  const lines = [
+    '',
+    `agentgraph is up (${config.mode}, database: ${config.database.driver === 'pglite' ? `PGlite in ${config.database.dataDir ?? 'memory'}` : 'PostgreSQL'})`,
+    '',
+    `  GraphQL         ${gatewayUrl}/graphql`,
+    `  Subscriptions   ${gatewayUrl}/graphql/stream   (graphql-sse)`,
+    `  Health          ${gatewayUrl}/healthz   ${gatewayUrl}/readyz`,
+    '',
+    '  Subgraphs',
+    ...Object.entries(subgraphs).map(([name, url]) => `    ${name.padEnd(13)} ${url}/graphql`),
+    `    JWKS          ${config.jwksUrl}`,
+  ];
+  if (config.mode === 'development') {
+    const who = p.devTenant?.email ?? 'dev@localhost';
+    lines.push(
+      '',
+      '  A token (development only, from this machine):',
+      `    TOKEN=$(curl -s -X POST ${subgraphs.identity}/dev/token -H 'content-type: application/json' \\`,
+      `      -d '{"email":"${who}"}' | node -pe 'JSON.parse(require("fs").readFileSync(0)).access_token')`,
+      '  Then:',
+      `    curl -s ${gatewayUrl}/graphql -H 'content-type: application/json' -H "authorization: Bearer $TOKEN" \\`,
+      `      -d '{"query":"{ viewer { user { email displayName } tenant { name } role } }"}'`,
+    );
+    if (!p.devTenant) {
+      lines.push('  (dev@localhost no longer exists here; use an e-mail you bootstrapped with `npm run admin -- bootstrap`.)');
+    }
+  }
+  lines.push('', '  Ctrl-C stops it; the data stays for the next start.', '');
+  return lines.join('\n');
+}
+
+const config = loadOrExit();
+const log = createLogger({ service: 'agentgraph' }, { level: config.logLevel });
+let platform: Platform;
+try {
+  platform = await startPlatform(config, { log });
+} catch (err) {
+  log.error('could not start', { error: err });
+  process.stderr.write(`Could not start: ${(err as Error).message}\n`);
+  process.exit(1);
+}
+process.stdout.write(banner(platform) + '\n');
+
+let stopping = false;
+const stop = (signal: string) => {
+  if (stopping) {
+    process.stderr.write('Stopping already; press Ctrl-C again to force.\n');
+    process.once('SIGINT', () => process.exit(130));
+    return;
+  }
+  stopping = true;
+  log.info('stopping', { signal });
+  platform.close().then(
+    () => process.exit(0),
+    (error: unknown) => {
+      log.error('unclean stop', { error });
+      process.exit(1);
+    },
+  );
+};
+process.on('SIGINT', () => stop('SIGINT'));
+process.on('SIGTERM', () => stop('SIGTERM'));

@@ -1,0 +1,156 @@
+/**
+ * The all-in-one platform (`npm start`, and the end-to-end tests): one process, one database, the four subgraphs and
+ * the gateway on loopback ports. This is the composition root: the only place the gateway imports the subgraphs.
+ *
+ * Order matters: identity first (it publishes the JWKS every other service verifies tokens with), then memory,
+ * coordination and catalog with a verifier pointing at identity's actual JWKS URL and issuer, then the gateway with
+ * the subgraphs' actual URLs. Ports may be 0 (tests): URLs are derived from the servers once they listen.
+ */
+import { catalogSubgraph } from '@agentgraph/catalog';
+import { coordinationSubgraph } from '@agentgraph/coordination';
+import { ensureDevelopmentTenant, identitySubgraph, type DevelopmentTenant } from '@agentgraph/identity';
+import { memorySubgraph } from '@agentgraph/memory';
+import {
+  createTokenVerifier,
+  openDatabase,
+  serveSubgraph,
+  type Config,
+  type Database,
+  type Logger,
+  type ServedSubgraph,
+  type SubgraphModule,
+  type SubgraphName,
+  type TokenVerifier,
+} from '@agentgraph/runtime';
+import { createGateway, type Gateway, type GatewayOptions } from './gateway.js';
+import { readSupergraphSdl } from './supergraph.js';
+
+export const SUBGRAPH_MODULES: readonly SubgraphModule[] = [
+  identitySubgraph,
+  memorySubgraph,
+  coordinationSubgraph,
+  catalogSubgraph,
+];
+
+export interface Platform {
+  /** The gateway's base URL (http://host:port); GraphQL at /graphql, streams at /graphql/stream. */
+  gatewayUrl: string;
+  /** Each subgraph's base URL (its GraphQL endpoint is /graphql under it). */
+  subgraphs: Record<SubgraphName, string>;
+  /** The configuration as served: actual subgraph URLs, token issuer and JWKS URL. */
+  config: Config;
+  db: Database;
+  gateway: Gateway;
+  /** Development mode: the tenant dev@localhost owns (null in production or when someone bootstrapped their own). */
+  devTenant: DevelopmentTenant | null;
+  /** Graceful: the gateway drains first, then the subgraphs, then the database closes. Idempotent. */
+  close(): Promise<void>;
+}
+
+export interface PlatformOptions {
+  log: Logger;
+  /** Passed to createGateway (heartbeat interval, injected timers, pool size). */
+  gateway?: Pick<GatewayOptions, 'heartbeatMs' | 'timers' | 'subgraphConnections' | 'readinessTimeoutMs'>;
+}
+
+function defaultSubgraphUrl(config: Config, name: SubgraphName): string {
+  return `http://${config.host}:${config.subgraphPorts[name]}/graphql`;
+}
+
+/**
+ * A deep-enough copy of the config in which the values derived from ports (subgraph URLs, token issuer, JWKS URL)
+ * are replaced by the actual ones once identity listens, unless the environment set them explicitly (then they
+ * differ from what loadConfig derives by default and are kept).
+ */
+function copyConfig(config: Config): Config {
+  return {
+    ...config,
+    subgraphPorts: { ...config.subgraphPorts },
+    subgraphUrls: { ...config.subgraphUrls },
+    limits: { ...config.limits },
+    client: { ...config.client },
+  };
+}
+
+export async function startPlatform(input: Config, opts: PlatformOptions): Promise<Platform> {
+  const { log } = opts;
+  const config = copyConfig(input);
+  const derivedIdentityOrigin = new URL(input.subgraphUrls.identity).origin;
+  const explicit = {
+    issuer: input.tokenIssuer !== derivedIdentityOrigin,
+    jwks: input.jwksUrl !== `${derivedIdentityOrigin}/.well-known/jwks.json`,
+    urls: Object.fromEntries(
+      SUBGRAPH_MODULES.map((m) => [m.name, input.subgraphUrls[m.name] !== defaultSubgraphUrl(input, m.name)]),
+    ) as Record<SubgraphName, boolean>,
+  };
+
+  const { db, handle } = await openDatabase(
+    config,
+    SUBGRAPH_MODULES.map((m) => m.migrations),
+  );
+  const served: ServedSubgraph[] = [];
+  let gateway: Gateway | undefined;
+  const stopAll = async () => {
+    await gateway?.close().catch((error: unknown) => log.error('gateway close failed', { error }));
+    for (const s of served.reverse()) await s.close().catch((error: unknown) => log.error('subgraph close failed', { subgraph: s.name, error }));
+    await handle.close().catch((error: unknown) => log.error('database close failed', { error }));
+  };
+
+  try {
+    // Identity verifies tokens too (zero trust) but its own URL is known only once it listens: resolve lazily.
+    let verifier: TokenVerifier | null = null;
+    const lazyVerifier: TokenVerifier = (authorization) => {
+      verifier ??= createTokenVerifier({ issuer: config.tokenIssuer, audience: config.tokenAudience, keys: config.jwksUrl });
+      return verifier(authorization);
+    };
+    const [identity, ...others] = SUBGRAPH_MODULES;
+    const identityServed = await serveSubgraph(identity!, { config, db, log, verifyToken: lazyVerifier });
+    served.push(identityServed);
+    const identityOrigin = new URL(identityServed.url).origin;
+    // The same config object identity's routes hold: /dev/token signs with the actual issuer from here on.
+    if (!explicit.issuer) config.tokenIssuer = identityOrigin;
+    if (!explicit.jwks) config.jwksUrl = `${identityOrigin}/.well-known/jwks.json`;
+    if (!explicit.urls.identity) config.subgraphUrls.identity = `${identityServed.url}/graphql`;
+    config.subgraphPorts.identity = Number(new URL(identityServed.url).port);
+
+    const devTenant = config.mode === 'development' ? await ensureDevelopmentTenant({ config, db, log }) : null;
+
+    for (const module of others) {
+      const verifyToken = createTokenVerifier({
+        issuer: config.tokenIssuer,
+        audience: config.tokenAudience,
+        keys: config.jwksUrl,
+      });
+      const s = await serveSubgraph(module, { config, db, log, verifyToken });
+      served.push(s);
+      if (!explicit.urls[module.name]) config.subgraphUrls[module.name] = `${s.url}/graphql`;
+      config.subgraphPorts[module.name] = Number(new URL(s.url).port);
+    }
+
+    gateway = await createGateway({
+      config,
+      log: log.child({ service: 'gateway' }),
+      supergraphSdl: readSupergraphSdl(),
+      subgraphUrls: config.subgraphUrls,
+      verifyToken: createTokenVerifier({ issuer: config.tokenIssuer, audience: config.tokenAudience, keys: config.jwksUrl }),
+      ...opts.gateway,
+    });
+    const gatewayUrl = await gateway.listen(config.gatewayPort, config.host);
+    config.gatewayPort = Number(new URL(gatewayUrl).port);
+
+    let closing: Promise<void> | null = null;
+    return {
+      gatewayUrl,
+      subgraphs: Object.fromEntries(served.map((s) => [s.name, s.url])) as Record<SubgraphName, string>,
+      config,
+      db,
+      gateway,
+      devTenant,
+      close: () => (closing ??= stopAll()),
+    };
+  } catch (err) {
+    await stopAll();
+    throw err;
+  }
+}
+

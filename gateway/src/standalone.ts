@@ -1,0 +1,46 @@
+/**
+ * The gateway as its own process (production): subgraphs run elsewhere (`tsx subgraphs/<name>/src/main.ts`), found
+ * through SUBGRAPH_<NAME>_URL; tokens are verified against identity's JWKS_URL and TOKEN_ISSUER.
+ *
+ *   SUBGRAPH_IDENTITY_URL=http://identity:4101/graphql ... TOKEN_ISSUER=https://id.example JWKS_URL=... \
+ *     tsx gateway/src/standalone.ts
+ */
+import { ConfigError, createLogger, createTokenVerifier, loadConfig, type Config } from '@agentgraph/runtime';
+import { createGateway } from './gateway.js';
+import { readSupergraphSdl } from './supergraph.js';
+
+let config: Config;
+try {
+  config = loadConfig();
+} catch (err) {
+  if (err instanceof ConfigError) {
+    process.stderr.write(`${err.message}\n`);
+    process.exit(1);
+  }
+  throw err;
+}
+const log = createLogger({ service: 'gateway' }, { level: config.logLevel });
+const gateway = await createGateway({
+  config,
+  log,
+  supergraphSdl: readSupergraphSdl(),
+  subgraphUrls: config.subgraphUrls,
+  verifyToken: createTokenVerifier({ issuer: config.tokenIssuer, audience: config.tokenAudience, keys: config.jwksUrl }),
+});
+await gateway.listen(config.gatewayPort, config.host);
+
+let stopping = false;
+const stop = (signal: string) => {
+  if (stopping) return;
+  stopping = true;
+  log.info('stopping', { signal });
+  gateway.close().then(
+    () => process.exit(0),
+    (error: unknown) => {
+      log.error('unclean stop', { error });
+      process.exit(1);
+    },
+  );
+};
+process.on('SIGINT', () => stop('SIGINT'));
+process.on('SIGTERM', () => stop('SIGTERM'));
