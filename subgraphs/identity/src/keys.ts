@@ -1,0 +1,99 @@
+/**
+ * The access-token signing keys (ES256). One key is active at a time; its private half lives in the database
+ * (identity.signing_keys) so every replica signs with the same key, and only the SECURITY DEFINER functions of
+ * migrations/001_identity.sql can read it. `kid` is the RFC 7638 thumbprint of the public key.
+ * Nothing here logs key material.
+ */
+import type { Queryable } from '@agentgraph/runtime';
+import {
+  calculateJwkThumbprint,
+  exportJWK,
+  generateKeyPair,
+  importJWK,
+  type CryptoKey,
+  type JWK,
+} from 'jose';
+
+export const SIGNING_ALG = 'ES256';
+
+/** The members of an EC public JWK that may be published; everything else (notably `d`) is dropped. */
+const PUBLIC_MEMBERS = ['kty', 'crv', 'x', 'y', 'kid', 'alg', 'use'] as const;
+
+export interface GeneratedSigningKey {
+  kid: string;
+  publicJwk: JWK;
+  privateJwk: JWK;
+}
+
+export interface ActiveSigningKey {
+  kid: string;
+  key: CryptoKey;
+}
+
+export function publicPartOf(jwk: JWK): JWK {
+  const out: JWK = {};
+  for (const m of PUBLIC_MEMBERS) if (jwk[m] !== undefined) (out as Record<string, unknown>)[m] = jwk[m];
+  return out;
+}
+
+/** A fresh ES256 key pair as JWKs, kid = RFC 7638 SHA-256 thumbprint. */
+export async function generateSigningKey(): Promise<GeneratedSigningKey> {
+  const { publicKey, privateKey } = await generateKeyPair(SIGNING_ALG, { extractable: true });
+  const pub = await exportJWK(publicKey);
+  const priv = await exportJWK(privateKey);
+  const kid = await calculateJwkThumbprint(pub, 'sha256');
+  const publicJwk = publicPartOf({ ...pub, kid, alg: SIGNING_ALG, use: 'sig' });
+  return { kid, publicJwk, privateJwk: { ...publicJwk, d: priv.d } };
+}
+
+interface KeyRow {
+  kid: string;
+  alg: string;
+  private_jwk: JWK;
+  created?: boolean;
+}
+
+/**
+ * Makes sure an active signing key exists, creating and storing one if there is none. Safe to call from
+ * several replicas at once: the database keeps exactly one active key and everyone gets that one.
+ */
+export async function ensureSigningKey(db: Queryable): Promise<{ kid: string; created: boolean }> {
+  const row = await ensureRow(db);
+  return { kid: row.kid, created: row.created ?? false };
+}
+
+async function ensureRow(db: Queryable): Promise<KeyRow> {
+  const existing = await db.query<KeyRow>('SELECT kid, alg, private_jwk FROM identity.active_signing_key()');
+  if (existing.rows[0]) return existing.rows[0];
+  const candidate = await generateSigningKey();
+  const stored = await db.query<KeyRow>(
+    'SELECT kid, alg, private_jwk, created FROM identity.ensure_signing_key($1, $2::text::jsonb, $3::text::jsonb)',
+    [candidate.kid, JSON.stringify(candidate.publicJwk), JSON.stringify(candidate.privateJwk)],
+  );
+  const row = stored.rows[0];
+  if (!row) throw new Error('identity.ensure_signing_key returned no key');
+  return row;
+}
+
+/** Imported private keys by kid (a kid names one immutable key, so the cache never goes stale). */
+const imported = new Map<string, Promise<CryptoKey>>();
+
+/** The key new tokens are signed with (created on first use if start-up has not done it yet). */
+export async function activeSigningKey(db: Queryable): Promise<ActiveSigningKey> {
+  const row = await ensureRow(db);
+  let key = imported.get(row.kid);
+  if (!key) {
+    key = importJWK(row.private_jwk, SIGNING_ALG) as Promise<CryptoKey>;
+    key.catch(() => imported.delete(row.kid));
+    imported.set(row.kid, key);
+  }
+  return { kid: row.kid, key: await key };
+}
+
+/** The JWKS document: public halves of the active key and of keys retired recently enough to still matter. */
+export async function publishedJwks(db: Queryable): Promise<{ keys: JWK[] }> {
+  const r = await db.query<{ kid: string; alg: string; public_jwk: JWK }>(
+    'SELECT kid, alg, public_jwk FROM identity.published_signing_keys()',
+  );
+  return { keys: r.rows.map((row) => publicPartOf({ ...row.public_jwk, kid: row.kid, alg: row.alg })) };
+}
