@@ -1,0 +1,148 @@
+/**
+ * The subgraphs, in one child process: startPlatform's four subgraphs on a fresh in-memory PGlite (DATA_DIR=memory://,
+ * so the bench never touches ./.data), then seeding through identity and the coordination subgraph. With
+ * BENCH_SUBGRAPH_SERVERS=1 it also serves the coordination subgraph's schema and resolvers, on the same database, on
+ * our runtime's server and on Fastify + mercurius (see ./coordination-servers.ts).
+ *
+ * Protocol (IPC): we send {type:'ready', ...} once seeded; parent sends {type:'stop'}.
+ */
+import { randomUUID } from 'node:crypto';
+import { bootstrapTenant, issueAccessToken } from '@agentgraph/identity';
+import { createLogger, loadConfig, type Database, type Queryable } from '@agentgraph/runtime';
+import { startPlatform } from '../../../gateway/src/platform.js';
+import { postGraphQL } from '../lib/http.js';
+import { startCoordinationServers, type ServerVariant } from './coordination-servers.js';
+
+export interface SubgraphsReady {
+  type: 'ready';
+  subgraphUrls: Record<string, string>;
+  platformGatewayUrl: string | null;
+  token: string;
+  tokenIssuer: string;
+  jwksUrl: string;
+  seed: { rooms: number; messagesPerRoom: number; users: number };
+  servers?: ServerVariant[];
+}
+
+const ROOMS = Number(process.env['BENCH_ROOMS'] ?? 10);
+const MESSAGES_PER_ROOM = Number(process.env['BENCH_MESSAGES_PER_ROOM'] ?? 10);
+
+const config = loadConfig(process.env);
+const log = createLogger({ service: 'bench-subgraphs' }, { level: config.logLevel });
+
+const platform = await startPlatform(config, { log });
+const db: Database = platform.db;
+
+/**
+ * Counting database round trips (for "statements per request" in the results): the subgraphs all hold this one
+ * Database object and look its methods up per call, so wrapping them here sees every query and transaction. A
+ * transaction adds BEGIN and COMMIT to the statements its callback runs. Costs an increment and a small object.
+ */
+const dbCounts = { transactions: 0, statements: 0, bySql: {} as Record<string, number> };
+const countSql = (sql: string) => {
+  dbCounts.statements++;
+  const key = sql.replace(/\s+/g, ' ').trim().slice(0, 160);
+  dbCounts.bySql[key] = (dbCounts.bySql[key] ?? 0) + 1;
+};
+{
+  const query = db.query.bind(db);
+  const transaction = db.transaction.bind(db);
+  const mutable = db as { -readonly [K in keyof Database]: Database[K] };
+  mutable.query = ((sql: string, params?: unknown[]) => {
+    countSql(sql);
+    return query(sql, params);
+  }) as Database['query'];
+  mutable.transaction = ((fn: (tx: Queryable) => Promise<unknown>) => {
+    dbCounts.transactions++;
+    dbCounts.statements += 2;
+    return transaction((tx) =>
+      fn({
+        query: ((sql: string, params?: unknown[]) => {
+          countSql(sql);
+          return tx.query(sql, params);
+        }) as Queryable['query'],
+      }),
+    );
+  }) as Database['transaction'];
+}
+/** startPlatform's config holds the actual URLs, token issuer and JWKS URL once everything listens. */
+const served = platform.config;
+const subgraphUrls: Record<string, string> = Object.fromEntries(
+  Object.entries(platform.subgraphs).map(([name, base]) => [name, `${base}/graphql`]),
+);
+
+// --- seed: a tenant and its owner, a token, rooms with messages ---------------------------------------------
+const boot = await bootstrapTenant(db, {
+  tenantName: 'Bench tenant',
+  email: `bench-${Date.now()}@example.com`,
+  displayName: 'Bench Owner',
+});
+const token = await issueAccessToken(db, served, {
+  tenantId: boot.tenantId,
+  userId: boot.userId,
+  role: 'OWNER',
+  scopes: [],
+});
+const auth = { authorization: `Bearer ${token}` };
+
+async function mutate(query: string, variables: Record<string, unknown>): Promise<Record<string, unknown>> {
+  const r = await postGraphQL(subgraphUrls['coordination']!, query, variables, auth);
+  if (r.status !== 200 || !r.json?.data || r.json.errors) {
+    throw new Error(`seeding failed: ${r.status} ${r.text.slice(0, 500)}`);
+  }
+  return r.json.data as Record<string, unknown>;
+}
+
+for (let i = 0; i < ROOMS; i++) {
+  const data = await mutate(
+    'mutation($name: String!, $key: ID!) { createRoom(input: { name: $name }, idempotencyKey: $key) { room { id } } }',
+    { name: `room ${String(i).padStart(2, '0')}`, key: randomUUID() },
+  );
+  const roomId = (data['createRoom'] as { room: { id: string } }).room.id;
+  for (let j = 0; j < MESSAGES_PER_ROOM; j++) {
+    await mutate(
+      'mutation($room: ID!, $body: String!, $key: ID!) { postMessage(roomId: $room, input: { body: $body }, idempotencyKey: $key) { message { id } } }',
+      {
+        room: roomId,
+        body: `message ${j} in room ${i}: the quick brown fox jumps over the lazy dog`,
+        key: randomUUID(),
+      },
+    );
+  }
+}
+
+const servers =
+  process.env['BENCH_SUBGRAPH_SERVERS'] === '1'
+    ? await startCoordinationServers({ config: served, db, log })
+    : undefined;
+
+const ready: SubgraphsReady = {
+  type: 'ready',
+  subgraphUrls,
+  platformGatewayUrl: platform.gatewayUrl,
+  token,
+  tokenIssuer: served.tokenIssuer,
+  jwksUrl: served.jwksUrl,
+  seed: { rooms: ROOMS, messagesPerRoom: MESSAGES_PER_ROOM, users: 1 },
+  servers,
+};
+process.send!(ready);
+
+process.on('message', (m: { type?: string }) => {
+  if (m?.type === 'db-counts')
+    process.send!({ type: 'db-counts', ...dbCounts, bySql: { ...dbCounts.bySql } });
+});
+
+let stopping = false;
+process.on('message', async (m: { type?: string }) => {
+  if (m?.type !== 'stop' || stopping) return;
+  stopping = true;
+  setTimeout(() => process.exit(0), 5_000).unref();
+  try {
+    for (const s of servers ?? []) await s.close?.();
+    await platform.close();
+  } finally {
+    process.exit(0); // through process.exit so --cpu-prof writes its profile
+  }
+});
+process.once('SIGTERM', () => process.exit(0));
