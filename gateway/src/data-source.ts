@@ -6,6 +6,12 @@
  * It is a RemoteGraphQLDataSource (so `buildService` and the hooks keep their meaning), with an undici-based
  * `fetcher`; `process` is overridden with a lean path that skips the node-fetch Request/Headers objects the stock
  * class allocates on every fetch, and keeps the subgraph's coded errors when it answers a request error (4xx).
+ *
+ * Identical read fetches in flight at the same time are shared (same subgraph, same Authorization, same operation and
+ * variables): under load many clients ask the same thing, and one subgraph round trip answers them all. Each caller
+ * parses its own copy (the gateway mutates results while merging). Only queries are shared, never mutations, and a
+ * read never joins a fetch that started before a mutation through this gateway completed, so a client that wrote and
+ * then reads sees its write. The shared fetch carries the first caller's correlation id.
  */
 import { RemoteGraphQLDataSource, type GraphQLDataSourceProcessOptions } from '@apollo/gateway';
 import type { GatewayGraphQLResponse } from '@apollo/server-gateway-interface';
@@ -84,17 +90,38 @@ interface SubgraphAnswer {
   extensions?: Record<string, unknown>;
 }
 
+/** Shared by a gateway's data sources: bumped whenever a mutation fetch completes, so later reads start afresh. */
+export class DedupeState {
+  epoch = 0;
+  /** How many fetches joined one already in flight (for tests and tuning). */
+  shared = 0;
+  constructor(readonly enabled = true) {}
+}
+
+interface RawAnswer {
+  status: number;
+  text: string;
+}
+
 export class PooledDataSource extends RemoteGraphQLDataSource<GatewayContext> {
   private readonly pool: Pool;
   private readonly path: string;
   private readonly subgraph: string;
+  private readonly dedupe: DedupeState;
+  private readonly inflight = new Map<string, Promise<RawAnswer>>();
 
-  constructor(subgraph: string, url: string, pools: SubgraphPools) {
+  constructor(subgraph: string, url: string, pools: SubgraphPools, dedupe = new DedupeState()) {
     super({ url, fetcher: pooledFetcher(pools), honorSubgraphCacheControlHeader: false, apq: false });
     const target = new URL(url);
     this.subgraph = subgraph;
     this.pool = pools.for(target.origin);
     this.path = target.pathname + target.search;
+    this.dedupe = dedupe;
+  }
+
+  private async send(headers: Record<string, string>, body: string): Promise<RawAnswer> {
+    const res = await this.pool.request({ path: this.path, method: 'POST', headers, body });
+    return { status: res.statusCode, text: await res.body.text() };
   }
 
   override async process(options: GraphQLDataSourceProcessOptions<GatewayContext>): Promise<GatewayGraphQLResponse> {
@@ -111,18 +138,36 @@ export class PooledDataSource extends RemoteGraphQLDataSource<GatewayContext> {
       variables: request.variables,
       operationName: request.operationName,
     });
-    const res = await this.pool.request({ path: this.path, method: 'POST', headers, body });
-    const text = await res.body.text();
+    // Incoming operations carry the client's request context; health checks and schema loading do not.
+    const operation = 'incomingRequestContext' in options ? options.incomingRequestContext.operation?.operation : undefined;
+    let raw: RawAnswer;
+    if (operation === 'query' && this.dedupe.enabled) {
+      const key = `${this.dedupe.epoch}\n${headers['authorization'] ?? ''}\n${body}`;
+      let shared = this.inflight.get(key);
+      if (shared) {
+        this.dedupe.shared++;
+      } else {
+        shared = this.send(headers, body).finally(() => this.inflight.delete(key));
+        this.inflight.set(key, shared);
+      }
+      raw = await shared;
+    } else {
+      try {
+        raw = await this.send(headers, body);
+      } finally {
+        if (operation !== 'query') this.dedupe.epoch++;
+      }
+    }
     let answer: SubgraphAnswer;
     try {
-      answer = JSON.parse(text) as SubgraphAnswer;
+      answer = JSON.parse(raw.text) as SubgraphAnswer;
     } catch {
-      throw new Error(`Subgraph ${this.subgraph} answered HTTP ${res.statusCode} with a body that is not JSON`);
+      throw new Error(`Subgraph ${this.subgraph} answered HTTP ${raw.status} with a body that is not JSON`);
     }
-    if (res.statusCode >= 300) {
+    if (raw.status >= 300) {
       // A request error from the subgraph (401 token rejected, 400 limits, 503 shutting down): keep its coded errors.
       if (Array.isArray(answer?.errors) && answer.errors.length) return { errors: answer.errors };
-      throw new Error(`Subgraph ${this.subgraph} answered HTTP ${res.statusCode}`);
+      throw new Error(`Subgraph ${this.subgraph} answered HTTP ${raw.status}`);
     }
     if (answer.extensions?.['idempotentReplay'] === true && context) context.idempotentReplay = true;
     return answer as GatewayGraphQLResponse;

@@ -42,7 +42,7 @@ import {
   type TokenVerifier,
 } from '@agentgraph/runtime';
 import { Kind, parse, type DocumentNode, type GraphQLError, type GraphQLFormattedError, type GraphQLSchema } from 'graphql';
-import { PooledDataSource, SubgraphPools, type GatewayContext } from './data-source.js';
+import { DedupeState, PooledDataSource, SubgraphPools, type GatewayContext } from './data-source.js';
 import { createStreamHandler, type Timers } from './stream.js';
 import { subgraphSchemaOf, subscriptionOwners } from './supergraph.js';
 
@@ -64,6 +64,8 @@ export interface GatewayOptions {
   timers?: Timers;
   /** Keep-alive connections per subgraph (default 128). */
   subgraphConnections?: number;
+  /** Share identical in-flight read fetches to a subgraph (default true; see data-source.ts). */
+  dedupeInflightReads?: boolean;
   /** How long /readyz waits for each subgraph's /readyz (default 1 s). */
   readinessTimeoutMs?: number;
   /** Subgraph name → its own schema, for checking forwarded subscriptions (default: built from schemas/<name>.graphql). */
@@ -77,6 +79,8 @@ export interface Gateway {
   /** Base URL once listening. */
   readonly url: string | undefined;
   readonly openStreams: number;
+  /** Counters: subgraph fetches that joined an identical one in flight. */
+  readonly stats: { sharedFetches: number };
   /** Graceful shutdown: stop accepting, /readyz 503, complete streams, drain requests (up to shutdownGraceMs). */
   close(): Promise<void>;
 }
@@ -234,6 +238,7 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
   const limits = config.limits;
   const verifyToken = cachingVerifier(opts.verifyToken);
   const pools = new SubgraphPools({ connections: opts.subgraphConnections ?? 128 });
+  const dedupe = new DedupeState(opts.dedupeInflightReads ?? true);
   const subgraphUrls: Record<string, string> = {};
   for (const [name, url] of Object.entries(opts.subgraphUrls)) if (url) subgraphUrls[name] = url;
 
@@ -248,7 +253,7 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
       const target = subgraphUrls[name] ?? url;
       if (!target) throw new Error(`No URL for subgraph ${name}`);
       subgraphUrls[name] = target;
-      return new PooledDataSource(name, target, pools);
+      return new PooledDataSource(name, target, pools, dedupe);
     },
     logger: apolloLogger(log),
   });
@@ -508,6 +513,9 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
     },
     get openStreams() {
       return streams.openStreams;
+    },
+    get stats() {
+      return { sharedFetches: dedupe.shared };
     },
     listen(port, host) {
       return new Promise((resolve, reject) => {

@@ -228,6 +228,50 @@ describe('gateway /graphql', () => {
     expect(reused.json.data).toBeNull();
   });
 
+  describe('identical in-flight reads', () => {
+    /** Waits (by yielding to the event loop, not by time) until a condition holds. */
+    async function until(cond: () => boolean): Promise<void> {
+      while (!cond()) await new Promise((r) => setImmediate(r));
+    }
+
+    it('share one subgraph fetch, each caller getting its own answer', async () => {
+      const gate = h.newGate();
+      const token = await h.token();
+      const calls = h.seen.slowCalls;
+      const shared = h.gateway.stats.sharedFetches;
+      const pending = [h.gql('{ slow }', undefined, token), h.gql('{ slow }', undefined, token), h.gql('{ slow }', undefined, token)];
+      await gate.entered;
+      await until(() => h.gateway.stats.sharedFetches === shared + 2);
+      gate.release();
+      const answers = await Promise.all(pending);
+      expect(answers.map((a) => a.json.data)).toEqual([{ slow: 'finally' }, { slow: 'finally' }, { slow: 'finally' }]);
+      expect(h.seen.slowCalls).toBe(calls + 1);
+    });
+
+    it('are not shared across tokens', async () => {
+      const gate = h.newGate();
+      const calls = h.seen.slowCalls;
+      const pending = [h.gql('{ slow }', undefined, await h.token()), h.gql('{ slow }', undefined, await h.token())];
+      await until(() => h.seen.slowCalls === calls + 2);
+      gate.release();
+      await Promise.all(pending);
+    });
+
+    it('never join a fetch that started before a mutation completed (read-your-writes)', async () => {
+      const gate = h.newGate();
+      const token = await h.token();
+      const calls = h.seen.slowCalls;
+      const before = h.gql('{ slow }', undefined, token);
+      await gate.entered;
+      const write = await h.gql('mutation { touch(idempotencyKey: "ryw-1", label: "w") { id } }', undefined, token);
+      expect(write.status).toBe(200);
+      const after = h.gql('{ slow }', undefined, token);
+      await until(() => h.seen.slowCalls === calls + 2); // a fetch of its own
+      gate.release();
+      await Promise.all([before, after]);
+    });
+  });
+
   it('serves GET queries too, but no mutations over GET', async () => {
     const res = await fetch(`${h.url}/graphql?query=${encodeURIComponent(GOOD)}`, { headers: { 'apollo-require-preflight': '1' } });
     expect(res.status).toBe(200);

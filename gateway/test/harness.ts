@@ -151,6 +151,7 @@ export interface Seen {
   correlationIds: string[];
   authorizations: Array<string | null>;
   alphaRequests: number;
+  slowCalls: number;
   touches: Map<string, { label: string; result: { id: string; name: string } }>;
 }
 
@@ -186,7 +187,9 @@ export interface Harness {
   url: string;
   config: Config;
   ticks: TickSource;
-  slow: Gate;
+  /** The gate `Query.slow` waits on; `newGate()` replaces it (and returns the new one). */
+  readonly slow: Gate;
+  newGate(): Gate;
   seen: Seen;
   timers: FakeTimers;
   logs: string[];
@@ -223,8 +226,8 @@ export async function startHarness(env: Record<string, string> = {}): Promise<Ha
   const verifyToken = createTokenVerifier({ issuer: ISSUER, audience: AUDIENCE, keys: createLocalJWKSet({ keys: [jwk] }) });
 
   const ticks = new TickSource();
-  const slow = new Gate();
-  const seen: Seen = { correlationIds: [], authorizations: [], alphaRequests: 0, touches: new Map() };
+  const gates = { slow: new Gate() };
+  const seen: Seen = { correlationIds: [], authorizations: [], alphaRequests: 0, slowCalls: 0, touches: new Map() };
   const record = (ctx: SubgraphContext) => {
     seen.correlationIds.push(ctx.correlationId);
   };
@@ -247,8 +250,10 @@ export async function startHarness(env: Record<string, string> = {}): Promise<Ha
         },
         node: () => ({ name: 'root', child: null }),
         slow: async () => {
-          slow.enter();
-          await slow.released;
+          const gate = gates.slow;
+          seen.slowCalls++;
+          gate.enter();
+          await gate.released;
           return 'finally';
         },
       },
@@ -346,7 +351,14 @@ export async function startHarness(env: Record<string, string> = {}): Promise<Ha
     url,
     config,
     ticks,
-    slow,
+    get slow() {
+      return gates.slow;
+    },
+    newGate() {
+      gates.slow.release();
+      gates.slow = new Gate();
+      return gates.slow;
+    },
     seen,
     timers,
     logs,
