@@ -3,8 +3,11 @@
  * through SUBGRAPH_<NAME>_URL; tokens are verified against identity's JWKS_URL and TOKEN_ISSUER.
  *
  *   SUBGRAPH_IDENTITY_URL=http://identity:4101/graphql ... TOKEN_ISSUER=https://id.example JWKS_URL=... \
- *     tsx gateway/src/standalone.ts
+ *     tsx gateway/src/standalone.ts [--no-dedupe]
+ *
+ * --no-dedupe turns off the sharing of identical in-flight read fetches (for measuring the gateway without it).
  */
+import { parseArgs } from 'node:util';
 import { ConfigError, createLogger, createTokenVerifier, loadConfig, type Config } from '@agentgraph/runtime';
 import { createGateway } from './gateway.js';
 import { readSupergraphSdl } from './supergraph.js';
@@ -19,8 +22,10 @@ try {
   }
   throw err;
 }
+const { values: flags } = parseArgs({ options: { 'no-dedupe': { type: 'boolean', default: false } }, strict: false });
 const log = createLogger({ service: 'gateway' }, { level: config.logLevel });
 const gateway = await createGateway({
+  dedupeInflightReads: !flags['no-dedupe'],
   config,
   log,
   supergraphSdl: readSupergraphSdl(),
