@@ -46,6 +46,16 @@ export interface TargetResult {
   foreignCpuPct: number | null;
   /** Database round trips the subgraphs made per request (transactions; statements incl. BEGIN/COMMIT). */
   dbPerRequest: { transactions: number; statements: number; bySql?: Record<string, number> } | null;
+  /** With --rounds > 1: every round's headline numbers (the fields above are the median round's). */
+  rounds?: {
+    requestsPerSecond: number | null;
+    p50: number | null;
+    p99: number | null;
+    targetCpuUsPerRequest: number | null;
+    subgraphsCpuUsPerRequest: number | null;
+    foreignCpuPct: number | null;
+    valid: boolean;
+  }[];
   /** Not invalid, but to be read with care (contention). */
   warnings: string[];
   error?: string;
@@ -87,6 +97,10 @@ export function table(results: TargetResult[]): string {
       r.valid ? (r.warnings.length ? 'ok, CONTENDED' : 'ok') : `INVALID: ${r.invalidReasons.join('; ')}`,
     ];
   });
+  if (results.some((r) => r.rounds)) {
+    header.splice(2, 0, 'rounds req/s');
+    results.forEach((r, i) => rows[i]!.splice(2, 0, r.rounds?.map((x) => x.requestsPerSecond ?? '—').join(' / ') ?? '—'));
+  }
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
   const line = (cells: string[]) =>
     cells

@@ -19,6 +19,11 @@ export interface LoadJob {
   durationSeconds: number;
   /** The exact body every response must have, when the target is deterministic. */
   expectBody?: string;
+  /**
+   * Access tokens handed out round-robin, one per connection (distinct callers: nothing can be shared between
+   * connections on the token). Absent: every connection sends `headers` as is (one caller).
+   */
+  tokens?: string[];
 }
 
 export interface LoadResult {
@@ -74,13 +79,20 @@ function fire(job: LoadJob, seconds: number): Promise<AutocannonResult> {
         if (!ok && !sampleMismatch) sampleMismatch = body.slice(0, 600);
         return ok;
       };
+  const headers = { 'content-type': 'application/json', accept: 'application/json', ...job.headers };
+  let next = 0;
+  const setupClient = job.tokens?.length
+    ? (client: { setHeaders(h: Record<string, string>): void }) =>
+        client.setHeaders({ ...headers, authorization: `Bearer ${job.tokens![next++ % job.tokens!.length]}` })
+    : undefined;
   return new Promise((resolve, reject) => {
     autocannon(
       {
         url: job.url,
         method: 'POST',
         body: job.body,
-        headers: { 'content-type': 'application/json', accept: 'application/json', ...job.headers },
+        headers,
+        ...(setupClient ? { setupClient } : {}),
         connections: job.connections,
         pipelining: 1,
         duration: seconds,

@@ -18,6 +18,8 @@ export interface SubgraphsReady {
   subgraphUrls: Record<string, string>;
   platformGatewayUrl: string | null;
   token: string;
+  /** More tokens for the same user (distinct callers: one per load connection); tokens[0] === token. */
+  tokens: string[];
   tokenIssuer: string;
   jwksUrl: string;
   seed: { rooms: number; messagesPerRoom: number; users: number };
@@ -39,9 +41,11 @@ const db: Database = platform.db;
  * transaction adds BEGIN and COMMIT to the statements its callback runs. Costs an increment and a small object.
  */
 const dbCounts = { transactions: 0, statements: 0, bySql: {} as Record<string, number> };
+const sqlKeys = new Map<string, string>();
 const countSql = (sql: string) => {
   dbCounts.statements++;
-  const key = sql.replace(/\s+/g, ' ').trim().slice(0, 160);
+  let key = sqlKeys.get(sql);
+  if (key === undefined) sqlKeys.set(sql, (key = sql.replace(/\s+/g, ' ').trim().slice(0, 160)));
   dbCounts.bySql[key] = (dbCounts.bySql[key] ?? 0) + 1;
 };
 {
@@ -83,6 +87,17 @@ const token = await issueAccessToken(db, served, {
   role: 'OWNER',
   scopes: [],
 });
+const tokens = [token];
+for (let i = 1; i < Number(process.env['BENCH_TOKENS'] ?? 1); i++) {
+  tokens.push(
+    await issueAccessToken(db, served, {
+      tenantId: boot.tenantId,
+      userId: boot.userId,
+      role: 'OWNER',
+      scopes: [],
+    }),
+  );
+}
 const auth = { authorization: `Bearer ${token}` };
 
 async function mutate(query: string, variables: Record<string, unknown>): Promise<Record<string, unknown>> {
@@ -121,6 +136,7 @@ const ready: SubgraphsReady = {
   subgraphUrls,
   platformGatewayUrl: platform.gatewayUrl,
   token,
+  tokens,
   tokenIssuer: served.tokenIssuer,
   jwksUrl: served.jwksUrl,
   seed: { rooms: ROOMS, messagesPerRoom: MESSAGES_PER_ROOM, users: 1 },
