@@ -99,7 +99,9 @@ export function table(results: TargetResult[]): string {
   });
   if (results.some((r) => r.rounds)) {
     header.splice(2, 0, 'rounds req/s');
-    results.forEach((r, i) => rows[i]!.splice(2, 0, r.rounds?.map((x) => x.requestsPerSecond ?? '—').join(' / ') ?? '—'));
+    results.forEach((r, i) =>
+      rows[i]!.splice(2, 0, r.rounds?.map((x) => x.requestsPerSecond ?? '—').join(' / ') ?? '—'),
+    );
   }
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
   const line = (cells: string[]) =>
