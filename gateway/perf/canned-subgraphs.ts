@@ -14,7 +14,10 @@ const rooms = {
           name: `room ${r}`,
           messages: {
             edges: Array.from({ length: 5 }, (_, m) => ({
-              node: { body: `message ${r}.${m}`, author: { __typename: 'User', id: `00000000-0000-4000-8000-00000000000${m}` } },
+              node: {
+                body: `message ${r}.${m}`,
+                author: { __typename: 'User', id: `00000000-0000-4000-8000-00000000000${m}` },
+              },
             })),
           },
         },
@@ -27,7 +30,10 @@ const roomsText = JSON.stringify(rooms);
 function answer(body: string): string {
   const req = JSON.parse(body) as { variables?: { representations?: Array<{ id: string }> } };
   const reps = req.variables?.representations;
-  if (reps) return JSON.stringify({ data: { _entities: reps.map((r) => ({ __typename: 'User', displayName: `User ${r.id.slice(-1)}` })) } });
+  if (reps)
+    return JSON.stringify({
+      data: { _entities: reps.map((r) => ({ __typename: 'User', displayName: `User ${r.id.slice(-1)}` })) },
+    });
   return roomsText;
 }
 
@@ -40,7 +46,9 @@ for (const name of ['identity', 'memory', 'coordination', 'catalog']) {
     req.on('data', (c: string) => (body += c));
     req.on('end', () => {
       const text = answer(body);
-      res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) }).end(text);
+      res
+        .writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) })
+        .end(text);
     });
   });
   server.keepAliveTimeout = 65_000;

@@ -26,7 +26,8 @@ const { values } = parseArgs({
   },
 });
 const ROOT = new URL('../../', import.meta.url).pathname;
-const QUERY = '{ rooms(first: 5) { edges { node { name messages(first: 5) { edges { node { body author { displayName } } } } } } } }';
+const QUERY =
+  '{ rooms(first: 5) { edges { node { name messages(first: 5) { edges { node { body author { displayName } } } } } } } }';
 
 function freePort(): Promise<number> {
   return new Promise((resolve) => {
@@ -66,7 +67,11 @@ async function firstLine(child: ChildProcess): Promise<string> {
 async function waitReady(url: string): Promise<void> {
   for (let i = 0; i < 400; i++) {
     try {
-      const r = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query: QUERY }) });
+      const r = await fetch(url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ query: QUERY }),
+      });
       const body = (await r.json()) as { data?: unknown };
       if (r.ok && body.data) return;
     } catch {
@@ -77,11 +82,33 @@ async function waitReady(url: string): Promise<void> {
   throw new Error(`${url} never answered`);
 }
 
-function load(url: string, seconds: number, connections: number): Promise<{ total: number; rps: number; p99: number; non2xx: number }> {
+function load(
+  url: string,
+  seconds: number,
+  connections: number,
+): Promise<{ total: number; rps: number; p99: number; non2xx: number }> {
   return new Promise((resolve, reject) => {
     autocannon(
-      { url, method: 'POST', connections, duration: seconds, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query: QUERY }) },
-      (err: unknown, r: any) => (err ? reject(err) : resolve({ total: r.requests.total, rps: r.requests.average, p99: r.latency.p99, non2xx: r.non2xx })),
+      {
+        url,
+        method: 'POST',
+        connections,
+        duration: seconds,
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ query: QUERY }),
+      },
+      (
+        err: unknown,
+        r: { requests: { total: number; average: number }; latency: { p99: number }; non2xx: number },
+      ) =>
+        err
+          ? reject(err)
+          : resolve({
+              total: r.requests.total,
+              rps: r.requests.average,
+              p99: r.latency.p99,
+              non2xx: r.non2xx,
+            }),
     );
   });
 }
@@ -90,7 +117,8 @@ const subgraphs = start(['gateway/perf/canned-subgraphs.ts']);
 const urls = JSON.parse(await firstLine(subgraphs)) as Record<string, string>;
 const dir = mkdtempSync(join(tmpdir(), 'gw-perf-'));
 let sdl = readFileSync(join(ROOT, 'schemas/supergraph.graphql'), 'utf8');
-for (const [name, url] of Object.entries(urls)) sdl = sdl.replace(new RegExp(`(@join__graph\\(name: "${name}", url: ")[^"]+`), `$1${url}`);
+for (const [name, url] of Object.entries(urls))
+  sdl = sdl.replace(new RegExp(`(@join__graph\\(name: "${name}", url: ")[^"]+`), `$1${url}`);
 writeFileSync(join(dir, 'supergraph.graphql'), sdl);
 
 const results: Array<Record<string, unknown>> = [];
@@ -99,15 +127,29 @@ for (const target of values.targets!.split(',')) {
   let child: ChildProcess;
   let url: string;
   if (target.startsWith('ours')) {
-    child = start(['gateway/src/standalone.ts', ...(target === 'ours-nodedupe' ? ['--no-dedupe'] : [])], {
-      GATEWAY_PORT: String(port),
-      LOG_LEVEL: 'info',
-      DATA_DIR: 'memory://',
-      ...Object.fromEntries(Object.entries(urls).map(([n, u]) => [`SUBGRAPH_${n.toUpperCase()}_URL`, u])),
-    }, values.profile ? ['--cpu-prof', `--cpu-prof-dir=${values.profile}/${target}`] : []);
+    child = start(
+      ['gateway/src/standalone.ts', ...(target === 'ours-nodedupe' ? ['--no-dedupe'] : [])],
+      {
+        GATEWAY_PORT: String(port),
+        LOG_LEVEL: 'info',
+        DATA_DIR: 'memory://',
+        ...Object.fromEntries(Object.entries(urls).map(([n, u]) => [`SUBGRAPH_${n.toUpperCase()}_URL`, u])),
+      },
+      values.profile ? ['--cpu-prof', `--cpu-prof-dir=${values.profile}/${target}`] : [],
+    );
     url = `http://127.0.0.1:${port}/graphql`;
   } else {
-    child = start(['bench/src/targets/apollo-stock.ts', '--sdl', join(dir, 'supergraph.graphql'), '--port', String(port), ...(target === 'stock-keepalive' ? ['--keepalive'] : [])], { APOLLO_TELEMETRY_DISABLED: 'true' });
+    child = start(
+      [
+        'bench/src/targets/apollo-stock.ts',
+        '--sdl',
+        join(dir, 'supergraph.graphql'),
+        '--port',
+        String(port),
+        ...(target === 'stock-keepalive' ? ['--keepalive'] : []),
+      ],
+      { APOLLO_TELEMETRY_DISABLED: 'true' },
+    );
     url = `http://127.0.0.1:${port}/`;
   }
   child.stdout!.resume();
@@ -116,7 +158,13 @@ for (const target of values.targets!.split(',')) {
   const before = cpuMs(child.pid!);
   const r = await load(url, Number(values.seconds), Number(values.connections));
   const used = cpuMs(child.pid!) - before;
-  results.push({ target, rps: Math.round(r.rps), p99ms: r.p99, non2xx: r.non2xx, cpuUsPerReq: Math.round((used * 1000) / r.total) });
+  results.push({
+    target,
+    rps: Math.round(r.rps),
+    p99ms: r.p99,
+    non2xx: r.non2xx,
+    cpuUsPerReq: Math.round((used * 1000) / r.total),
+  });
   console.log(JSON.stringify(results.at(-1)));
   if (values.profile && target.startsWith('ours')) {
     child.kill('SIGTERM');

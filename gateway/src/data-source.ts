@@ -124,7 +124,9 @@ export class PooledDataSource extends RemoteGraphQLDataSource<GatewayContext> {
     return { status: res.statusCode, text: await res.body.text() };
   }
 
-  override async process(options: GraphQLDataSourceProcessOptions<GatewayContext>): Promise<GatewayGraphQLResponse> {
+  override async process(
+    options: GraphQLDataSourceProcessOptions<GatewayContext>,
+  ): Promise<GatewayGraphQLResponse> {
     const { request } = options;
     const context = options.context as Partial<GatewayContext> | undefined;
     const headers: Record<string, string> = {
@@ -139,7 +141,8 @@ export class PooledDataSource extends RemoteGraphQLDataSource<GatewayContext> {
       operationName: request.operationName,
     });
     // Incoming operations carry the client's request context; health checks and schema loading do not.
-    const operation = 'incomingRequestContext' in options ? options.incomingRequestContext.operation?.operation : undefined;
+    const operation =
+      'incomingRequestContext' in options ? options.incomingRequestContext.operation?.operation : undefined;
     let raw: RawAnswer;
     if (operation === 'query' && this.dedupe.enabled) {
       const key = `${this.dedupe.epoch}\n${headers['authorization'] ?? ''}\n${body}`;

@@ -14,7 +14,12 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { ApolloGateway } from '@apollo/gateway';
-import { ApolloServer, HeaderMap, type ApolloServerPlugin, type GraphQLRequestListener } from '@apollo/server';
+import {
+  ApolloServer,
+  HeaderMap,
+  type ApolloServerPlugin,
+  type GraphQLRequestListener,
+} from '@apollo/server';
 import {
   ApolloServerPluginCacheControlDisabled,
   ApolloServerPluginInlineTraceDisabled,
@@ -41,7 +46,14 @@ import {
   type SubgraphName,
   type TokenVerifier,
 } from '@agentgraph/runtime';
-import { Kind, parse, type DocumentNode, type GraphQLError, type GraphQLFormattedError, type GraphQLSchema } from 'graphql';
+import {
+  Kind,
+  parse,
+  type DocumentNode,
+  type GraphQLError,
+  type GraphQLFormattedError,
+  type GraphQLSchema,
+} from 'graphql';
 import { DedupeState, PooledDataSource, SubgraphPools, type GatewayContext } from './data-source.js';
 import { createStreamHandler, type Timers } from './stream.js';
 import { subgraphSchemaOf, subscriptionOwners } from './supergraph.js';
@@ -96,7 +108,11 @@ const APOLLO_CODES: Record<string, string> = {
   PERSISTED_QUERY_NOT_FOUND: 'BAD_USER_INPUT',
 };
 
-export function formatGatewayError(formatted: GraphQLFormattedError, error: unknown, log: Logger): GraphQLFormattedError {
+export function formatGatewayError(
+  formatted: GraphQLFormattedError,
+  error: unknown,
+  log: Logger,
+): GraphQLFormattedError {
   const correlationId = currentCorrelationId();
   const extensions = formatted.extensions ?? {};
   const code = typeof extensions['code'] === 'string' ? extensions['code'] : undefined;
@@ -104,17 +120,24 @@ export function formatGatewayError(formatted: GraphQLFormattedError, error: unkn
   if (mapped) {
     // serviceName is the gateway's topology, not something a client can act on.
     const { serviceName: _service, ...rest } = extensions;
-    return { ...formatted, extensions: { ...rest, code: mapped, ...(correlationId ? { correlationId } : {}) } };
+    return {
+      ...formatted,
+      extensions: { ...rest, code: mapped, ...(correlationId ? { correlationId } : {}) },
+    };
   }
   const original = (error as GraphQLError | undefined)?.originalError ?? error;
   const fields = {
     code,
     subgraph: extensions['serviceName'],
     path: formatted.path,
-    error: original instanceof Error ? { name: original.name, message: original.message, stack: original.stack } : String(original),
+    error:
+      original instanceof Error
+        ? { name: original.name, message: original.message, stack: original.stack }
+        : String(original),
   };
   // A subgraph already logged (and masked) its own internal errors; the gateway's own are errors here.
-  if (extensions['serviceName'] && code === 'INTERNAL_SERVER_ERROR') log.warn('subgraph internal error', fields);
+  if (extensions['serviceName'] && code === 'INTERNAL_SERVER_ERROR')
+    log.warn('subgraph internal error', fields);
   else log.error('request failed', fields);
   return {
     message: `Internal server error. Retry later; if it persists, report correlation id ${correlationId ?? 'n/a'}.`,
@@ -141,7 +164,8 @@ const responseListener: GraphQLRequestListener<GatewayContext> = {
     if (!codes.every((c) => typeof c === 'string' && TABLE_CODES.has(c))) return;
     response.http.status = httpStatusOf(codes[0] as string);
     const retryAfterMs = errors[0]!.extensions?.['retryAfterMs'];
-    if (typeof retryAfterMs === 'number') response.http.headers.set('retry-after', String(Math.ceil(retryAfterMs / 1000)));
+    if (typeof retryAfterMs === 'number')
+      response.http.headers.set('retry-after', String(Math.ceil(retryAfterMs / 1000)));
   },
 };
 const responsePlugin: ApolloServerPlugin<GatewayContext> = {
@@ -173,7 +197,9 @@ export function cachingVerifier(verify: TokenVerifier, now: () => number = Date.
       let exp = 0;
       try {
         const payload = authorization.split('.')[1] ?? '';
-        exp = Number((JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as { exp?: number }).exp) * 1000;
+        exp =
+          Number((JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as { exp?: number }).exp) *
+          1000;
       } catch {
         exp = 0;
       }
@@ -204,7 +230,8 @@ function usesVariablePageArgs(doc: DocumentNode): boolean {
     }>) {
       if (sel.kind === Kind.FIELD) {
         for (const a of sel.arguments ?? []) {
-          if ((a.name.value === 'first' || a.name.value === 'last') && a.value.kind === Kind.VARIABLE) found = true;
+          if ((a.name.value === 'first' || a.name.value === 'last') && a.value.kind === Kind.VARIABLE)
+            found = true;
         }
       }
       walk(sel);
@@ -221,7 +248,11 @@ function withDefaults(
   variables: Record<string, unknown> | undefined,
 ): Record<string, unknown> {
   const ops = doc.definitions.filter((d) => d.kind === Kind.OPERATION_DEFINITION);
-  const op = operationName ? ops.find((o) => o.name?.value === operationName) : ops.length === 1 ? ops[0] : undefined;
+  const op = operationName
+    ? ops.find((o) => o.name?.value === operationName)
+    : ops.length === 1
+      ? ops[0]
+      : undefined;
   const out: Record<string, unknown> = {};
   for (const v of op?.variableDefinitions ?? []) {
     if (v.defaultValue?.kind === Kind.INT) out[v.variable.name.value] = Number(v.defaultValue.value);
@@ -287,7 +318,9 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
   const owners = subscriptionOwners(opts.supergraphSdl);
   const subgraphSchemas =
     opts.subgraphSchemas ??
-    new Map([...new Set(owners.values())].map((name) => [name, subgraphSchemaOf(name as SubgraphName)] as const));
+    new Map(
+      [...new Set(owners.values())].map((name) => [name, subgraphSchemaOf(name as SubgraphName)] as const),
+    );
   const streams = createStreamHandler({
     apiSchema: () => apiSchema,
     owners,
@@ -315,7 +348,10 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
       };
     } catch (err) {
       p = {
-        parseError: new AppError('GRAPHQL_PARSE_FAILED', `The query does not parse: ${(err as Error).message}`),
+        parseError: new AppError(
+          'GRAPHQL_PARSE_FAILED',
+          `The query does not parse: ${(err as Error).message}`,
+        ),
         checked: new Map(),
         dynamic: false,
       };
@@ -347,7 +383,8 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
       p.checked.set(key, verdict);
     }
     if (verdict) throw verdict;
-    if (p.dynamic) checkDocumentLimits(doc, operationName, withDefaults(doc, operationName, variables), limits);
+    if (p.dynamic)
+      checkDocumentLimits(doc, operationName, withDefaults(doc, operationName, variables), limits);
   };
 
   let shuttingDown = false;
@@ -378,7 +415,13 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
     sendJson(res, ok ? 200 : 503, { status: ok ? 'ready' : 'unavailable' });
   };
 
-  const graphql = async (req: IncomingMessage, res: ServerResponse, correlationId: string, info: RequestInfo, search: string) => {
+  const graphql = async (
+    req: IncomingMessage,
+    res: ServerResponse,
+    correlationId: string,
+    info: RequestInfo,
+    search: string,
+  ) => {
     let body: unknown;
     let query: string | undefined;
     let operationName: string | undefined;
@@ -386,12 +429,18 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
     if (req.method === 'POST') {
       body = parseJsonBody(await readBody(req, limits.maxBodyBytes));
       if (!body || typeof body !== 'object' || Array.isArray(body)) {
-        throw new AppError('BAD_USER_INPUT', 'The request must be {"query": string, "variables"?: object, "operationName"?: string}.');
+        throw new AppError(
+          'BAD_USER_INPUT',
+          'The request must be {"query": string, "variables"?: object, "operationName"?: string}.',
+        );
       }
       const b = body as Record<string, unknown>;
       query = typeof b['query'] === 'string' ? b['query'] : undefined;
       operationName = typeof b['operationName'] === 'string' ? b['operationName'] : undefined;
-      variables = b['variables'] && typeof b['variables'] === 'object' ? (b['variables'] as Record<string, unknown>) : undefined;
+      variables =
+        b['variables'] && typeof b['variables'] === 'object'
+          ? (b['variables'] as Record<string, unknown>)
+          : undefined;
     } else if (req.method === 'GET') {
       const params = new URLSearchParams(search);
       query = params.get('query') ?? undefined;
@@ -436,16 +485,26 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
   };
 
   const stream = async (req: IncomingMessage, res: ServerResponse, correlationId: string) => {
-    if (shuttingDown) throw new AppError('SERVICE_UNAVAILABLE', 'Shutting down; reconnect.', { retryAfterMs: 1000 });
+    if (shuttingDown)
+      throw new AppError('SERVICE_UNAVAILABLE', 'Shutting down; reconnect.', { retryAfterMs: 1000 });
     const authorization = req.headers.authorization;
     const auth = await verifyToken(authorization);
     if (!auth || !authorization) {
-      throw new AppError('UNAUTHENTICATED', 'Streams need an access token. Send "Authorization: Bearer <token>".');
+      throw new AppError(
+        'UNAUTHENTICATED',
+        'Streams need an access token. Send "Authorization: Bearer <token>".',
+      );
     }
     await streams.handle(req, res, { auth, authorization, correlationId });
   };
 
-  const handle = async (req: IncomingMessage, res: ServerResponse, path: string, search: string, correlationId: string) => {
+  const handle = async (
+    req: IncomingMessage,
+    res: ServerResponse,
+    path: string,
+    search: string,
+    correlationId: string,
+  ) => {
     const started = performance.now();
     const info: RequestInfo = {};
     try {
@@ -463,7 +522,10 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
         log.error('request failed', { path, error: err });
         sendRequestError(
           res,
-          new AppError('INTERNAL_SERVER_ERROR', `Internal server error. Report correlation id ${correlationId}.`),
+          new AppError(
+            'INTERNAL_SERVER_ERROR',
+            `Internal server error. Report correlation id ${correlationId}.`,
+          ),
           500,
           correlationId,
         );
@@ -493,7 +555,9 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
     res.setHeader('x-correlation-id', correlationId);
     if (shuttingDown) res.setHeader('connection', 'close');
     inflight++;
-    void withCorrelationId(correlationId, () => handle(req, res, path, q < 0 ? '' : url.slice(q), correlationId)).finally(() => {
+    void withCorrelationId(correlationId, () =>
+      handle(req, res, path, q < 0 ? '' : url.slice(q), correlationId),
+    ).finally(() => {
       inflight--;
       if (shuttingDown) {
         server.closeIdleConnections();

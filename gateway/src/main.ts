@@ -44,7 +44,9 @@ function banner(p: Platform): string {
       `      -d '{"query":"{ viewer { user { email displayName } tenant { name } role } }"}'`,
     );
     if (!p.devTenant) {
-      lines.push('  (dev@localhost no longer exists here; use an e-mail you bootstrapped with `npm run admin -- bootstrap`.)');
+      lines.push(
+        '  (dev@localhost no longer exists here; use an e-mail you bootstrapped with `npm run admin -- bootstrap`.)',
+      );
     }
   }
   lines.push('', '  Ctrl-C stops it; the data stays for the next start.', '');

@@ -92,7 +92,10 @@ export async function startPlatform(input: Config, opts: PlatformOptions): Promi
   let gateway: Gateway | undefined;
   const stopAll = async () => {
     await gateway?.close().catch((error: unknown) => log.error('gateway close failed', { error }));
-    for (const s of served.reverse()) await s.close().catch((error: unknown) => log.error('subgraph close failed', { subgraph: s.name, error }));
+    for (const s of served.reverse())
+      await s
+        .close()
+        .catch((error: unknown) => log.error('subgraph close failed', { subgraph: s.name, error }));
     await handle.close().catch((error: unknown) => log.error('database close failed', { error }));
   };
 
@@ -100,7 +103,11 @@ export async function startPlatform(input: Config, opts: PlatformOptions): Promi
     // Identity verifies tokens too (zero trust) but its own URL is known only once it listens: resolve lazily.
     let verifier: TokenVerifier | null = null;
     const lazyVerifier: TokenVerifier = (authorization) => {
-      verifier ??= createTokenVerifier({ issuer: config.tokenIssuer, audience: config.tokenAudience, keys: config.jwksUrl });
+      verifier ??= createTokenVerifier({
+        issuer: config.tokenIssuer,
+        audience: config.tokenAudience,
+        keys: config.jwksUrl,
+      });
       return verifier(authorization);
     };
     const [identity, ...others] = SUBGRAPH_MODULES;
@@ -113,7 +120,8 @@ export async function startPlatform(input: Config, opts: PlatformOptions): Promi
     if (!explicit.urls.identity) config.subgraphUrls.identity = `${identityServed.url}/graphql`;
     config.subgraphPorts.identity = Number(new URL(identityServed.url).port);
 
-    const devTenant = config.mode === 'development' ? await ensureDevelopmentTenant({ config, db, log }) : null;
+    const devTenant =
+      config.mode === 'development' ? await ensureDevelopmentTenant({ config, db, log }) : null;
 
     for (const module of others) {
       const verifyToken = createTokenVerifier({
@@ -132,7 +140,11 @@ export async function startPlatform(input: Config, opts: PlatformOptions): Promi
       log: log.child({ service: 'gateway' }),
       supergraphSdl: readSupergraphSdl(),
       subgraphUrls: config.subgraphUrls,
-      verifyToken: createTokenVerifier({ issuer: config.tokenIssuer, audience: config.tokenAudience, keys: config.jwksUrl }),
+      verifyToken: createTokenVerifier({
+        issuer: config.tokenIssuer,
+        audience: config.tokenAudience,
+        keys: config.jwksUrl,
+      }),
       ...opts.gateway,
     });
     const gatewayUrl = await gateway.listen(config.gatewayPort, config.host);
@@ -153,4 +165,3 @@ export async function startPlatform(input: Config, opts: PlatformOptions): Promi
     throw err;
   }
 }
-

@@ -22,7 +22,10 @@ try {
   }
   throw err;
 }
-const { values: flags } = parseArgs({ options: { 'no-dedupe': { type: 'boolean', default: false } }, strict: false });
+const { values: flags } = parseArgs({
+  options: { 'no-dedupe': { type: 'boolean', default: false } },
+  strict: false,
+});
 const log = createLogger({ service: 'gateway' }, { level: config.logLevel });
 const gateway = await createGateway({
   dedupeInflightReads: !flags['no-dedupe'],
@@ -30,7 +33,11 @@ const gateway = await createGateway({
   log,
   supergraphSdl: readSupergraphSdl(),
   subgraphUrls: config.subgraphUrls,
-  verifyToken: createTokenVerifier({ issuer: config.tokenIssuer, audience: config.tokenAudience, keys: config.jwksUrl }),
+  verifyToken: createTokenVerifier({
+    issuer: config.tokenIssuer,
+    audience: config.tokenAudience,
+    keys: config.jwksUrl,
+  }),
 });
 await gateway.listen(config.gatewayPort, config.host);
 

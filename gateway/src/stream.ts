@@ -80,13 +80,23 @@ type SseResponse = [string | null, { status: number; statusText: string; headers
 function codedResponse(err: AppError, status: number, correlationId: string): SseResponse {
   return [
     JSON.stringify({ errors: [{ message: err.message, extensions: { ...err.extensions, correlationId } }] }),
-    { status, statusText: status === 400 ? 'Bad Request' : 'Error', headers: { 'content-type': 'application/json; charset=utf-8' } },
+    {
+      status,
+      statusText: status === 400 ? 'Bad Request' : 'Error',
+      headers: { 'content-type': 'application/json; charset=utf-8' },
+    },
   ];
 }
 
-function rootFieldNames(doc: DocumentNode, set: SelectionSetNode, out: string[], seen = new Set<string>()): void {
+function rootFieldNames(
+  doc: DocumentNode,
+  set: SelectionSetNode,
+  out: string[],
+  seen = new Set<string>(),
+): void {
   const fragments = new Map<string, FragmentDefinitionNode>();
-  for (const def of doc.definitions) if (def.kind === Kind.FRAGMENT_DEFINITION) fragments.set(def.name.value, def);
+  for (const def of doc.definitions)
+    if (def.kind === Kind.FRAGMENT_DEFINITION) fragments.set(def.name.value, def);
   for (const sel of set.selections) {
     if (sel.kind === Kind.FIELD) out.push(sel.name.value);
     else if (sel.kind === Kind.INLINE_FRAGMENT) rootFieldNames(doc, sel.selectionSet, out, seen);
@@ -104,14 +114,16 @@ function usesVariablePageArgs(doc: DocumentNode): boolean {
     for (const sel of set.selections) {
       if (sel.kind === Kind.FIELD) {
         for (const a of sel.arguments ?? []) {
-          if ((a.name.value === 'first' || a.name.value === 'last') && a.value.kind === Kind.VARIABLE) found = true;
+          if ((a.name.value === 'first' || a.name.value === 'last') && a.value.kind === Kind.VARIABLE)
+            found = true;
         }
       }
       if ('selectionSet' in sel && sel.selectionSet) walk(sel.selectionSet);
     }
   };
   for (const def of doc.definitions) {
-    if (def.kind === Kind.OPERATION_DEFINITION || def.kind === Kind.FRAGMENT_DEFINITION) walk(def.selectionSet);
+    if (def.kind === Kind.OPERATION_DEFINITION || def.kind === Kind.FRAGMENT_DEFINITION)
+      walk(def.selectionSet);
   }
   return found;
 }
@@ -122,7 +134,9 @@ const SAFE_CODES = new Set(errorTable.map((e) => e.code).filter((c) => c !== 'IN
 function safeEvent(event: ExecutionResult, correlationId: string): ExecutionResult {
   if (!event.errors?.length) return event;
   const errors = event.errors.map((e) => {
-    const json = (typeof (e as GraphQLError).toJSON === 'function' ? (e as GraphQLError).toJSON() : e) as GraphQLFormattedError;
+    const json = (
+      typeof (e as GraphQLError).toJSON === 'function' ? (e as GraphQLError).toJSON() : e
+    ) as GraphQLFormattedError;
     const code = json.extensions?.['code'];
     if (typeof code === 'string' && SAFE_CODES.has(code)) return json;
     return {
@@ -143,7 +157,9 @@ export function createStreamHandler(opts: StreamOptions) {
   // Upstream streams get their own dispatcher: long-lived, closed with the gateway, never mixed with the query pools.
   const streamAgent = new Agent({ bodyTimeout: 0, keepAliveTimeout: 1_000 });
   const streamFetch = ((input: string, init?: RequestInit) =>
-    undiciFetch(input, { ...(init as object), dispatcher: streamAgent } as Parameters<typeof undiciFetch>[1])) as unknown as typeof fetch;
+    undiciFetch(input, { ...(init as object), dispatcher: streamAgent } as Parameters<
+      typeof undiciFetch
+    >[1])) as unknown as typeof fetch;
   const timers = opts.timers ?? realTimers;
   const heartbeatMs = opts.heartbeatMs ?? 15_000;
   const prepared = new Lru<string, PreparedStream>(500);
@@ -161,12 +177,19 @@ export function createStreamHandler(opts: StreamOptions) {
 
   const prepareUncached = (query: string, operationName: string | undefined): PreparedStream => {
     const schema = opts.apiSchema();
-    if (!schema) return { error: new AppError('SERVICE_UNAVAILABLE', 'The gateway is starting; retry shortly.', { retryAfterMs: 1000 }) };
+    if (!schema)
+      return {
+        error: new AppError('SERVICE_UNAVAILABLE', 'The gateway is starting; retry shortly.', {
+          retryAfterMs: 1000,
+        }),
+      };
     let document: DocumentNode;
     try {
       document = parse(query);
     } catch (err) {
-      return { error: new AppError('GRAPHQL_PARSE_FAILED', `The query does not parse: ${(err as Error).message}`) };
+      return {
+        error: new AppError('GRAPHQL_PARSE_FAILED', `The query does not parse: ${(err as Error).message}`),
+      };
     }
     try {
       checkDocumentLimits(document, operationName, null, limits);
@@ -180,7 +203,9 @@ export function createStreamHandler(opts: StreamOptions) {
     }
     const op = getOperationAST(document, operationName);
     if (!op) {
-      return { error: new AppError('GRAPHQL_VALIDATION_FAILED', 'Name the operation to run with "operationName".') };
+      return {
+        error: new AppError('GRAPHQL_VALIDATION_FAILED', 'Name the operation to run with "operationName".'),
+      };
     }
     if (op.operation !== 'subscription') {
       return {
@@ -196,7 +221,10 @@ export function createStreamHandler(opts: StreamOptions) {
     const owner = [...owners][0];
     if (owners.size !== 1 || !owner) {
       return {
-        error: new AppError('GRAPHQL_VALIDATION_FAILED', `No single subgraph serves the subscription field(s) ${fields.join(', ')}.`),
+        error: new AppError(
+          'GRAPHQL_VALIDATION_FAILED',
+          `No single subgraph serves the subscription field(s) ${fields.join(', ')}.`,
+        ),
       };
     }
     const subgraphSchema = opts.subgraphSchemas.get(owner);
@@ -223,7 +251,12 @@ export function createStreamHandler(opts: StreamOptions) {
     ctx: StreamRequestContext,
   ): Promise<SseResponse | AsyncGenerator<ExecutionResult, void, unknown>> => {
     const base = opts.subgraphUrls[owner];
-    if (!base) return codedResponse(new AppError('SERVICE_UNAVAILABLE', 'The stream source is not configured.'), 503, ctx.correlationId);
+    if (!base)
+      return codedResponse(
+        new AppError('SERVICE_UNAVAILABLE', 'The stream source is not configured.'),
+        503,
+        ctx.correlationId,
+      );
     const client = createClient({
       url: new URL('/graphql/stream', base).href,
       fetchFn: streamFetch,
@@ -243,7 +276,11 @@ export function createStreamHandler(opts: StreamOptions) {
     let settle!: (v: 'connected' | { error: unknown }) => void;
     const connected = new Promise<'connected' | { error: unknown }>((r) => (settle = r));
     const dispose = client.subscribe(
-      { query: params.query, variables: params.variables ?? undefined, operationName: params.operationName ?? undefined },
+      {
+        query: params.query,
+        variables: params.variables ?? undefined,
+        operationName: params.operationName ?? undefined,
+      },
       {
         next: (value) => {
           queue.push(value as ExecutionResult);
@@ -285,13 +322,23 @@ export function createStreamHandler(opts: StreamOptions) {
           if (done) {
             if (failed && !reportedFailure) {
               reportedFailure = true;
-              log.warn('upstream stream failed', { subgraph: owner, error: failed instanceof Error ? failed.message : String(failed) });
+              log.warn('upstream stream failed', {
+                subgraph: owner,
+                error: failed instanceof Error ? failed.message : String(failed),
+              });
               return {
                 value: {
                   errors: [
-                    new GraphQLError('The stream source went away. Reconnect to resume (pass the last sequence you handled).', {
-                      extensions: { code: 'SERVICE_UNAVAILABLE', retryAfterMs: 1000, correlationId: ctx.correlationId },
-                    }),
+                    new GraphQLError(
+                      'The stream source went away. Reconnect to resume (pass the last sequence you handled).',
+                      {
+                        extensions: {
+                          code: 'SERVICE_UNAVAILABLE',
+                          retryAfterMs: 1000,
+                          correlationId: ctx.correlationId,
+                        },
+                      },
+                    ),
                   ],
                 },
                 done: false,
@@ -329,19 +376,32 @@ export function createStreamHandler(opts: StreamOptions) {
       } catch {
         errors = undefined;
       }
-      const fallbackCode = status === 401 ? 'UNAUTHENTICATED' : status === 403 ? 'FORBIDDEN' : status < 500 ? 'BAD_USER_INPUT' : 'SERVICE_UNAVAILABLE';
+      const fallbackCode =
+        status === 401
+          ? 'UNAUTHENTICATED'
+          : status === 403
+            ? 'FORBIDDEN'
+            : status < 500
+              ? 'BAD_USER_INPUT'
+              : 'SERVICE_UNAVAILABLE';
       const coded = (errors ?? [{ message: `The stream source answered HTTP ${status}.` }]).map((e) => ({
         message: e.message ?? 'The stream was refused.',
         extensions: { ...(e.extensions ?? {}), code: e.extensions?.['code'] ?? fallbackCode, correlationId },
       }));
       return [
         JSON.stringify({ errors: coded }),
-        { status: status >= 500 ? 503 : status, statusText: 'Error', headers: { 'content-type': 'application/json; charset=utf-8' } },
+        {
+          status: status >= 500 ? 503 : status,
+          statusText: 'Error',
+          headers: { 'content-type': 'application/json; charset=utf-8' },
+        },
       ];
     }
     log.warn('stream source unreachable', { error: error instanceof Error ? error.message : String(error) });
     return codedResponse(
-      new AppError('SERVICE_UNAVAILABLE', 'The stream source is unavailable. Retry shortly.', { retryAfterMs: 1000 }),
+      new AppError('SERVICE_UNAVAILABLE', 'The stream source is unavailable. Retry shortly.', {
+        retryAfterMs: 1000,
+      }),
       503,
       correlationId,
     );
@@ -354,11 +414,16 @@ export function createStreamHandler(opts: StreamOptions) {
       const ctx = req.context;
       const query = params.query;
       if (typeof query !== 'string' || !query) {
-        return codedResponse(new AppError('BAD_USER_INPUT', 'Send {"query": "subscription ..."}.'), 400, ctx.correlationId);
+        return codedResponse(
+          new AppError('BAD_USER_INPUT', 'Send {"query": "subscription ..."}.'),
+          400,
+          ctx.correlationId,
+        );
       }
       const operationName = params.operationName ?? undefined;
       const p = prepare(query, operationName);
-      if (p.error) return codedResponse(p.error, p.error.code === 'SERVICE_UNAVAILABLE' ? 503 : 400, ctx.correlationId);
+      if (p.error)
+        return codedResponse(p.error, p.error.code === 'SERVICE_UNAVAILABLE' ? 503 : 400, ctx.correlationId);
       if (p.dynamicLimits) {
         try {
           checkDocumentLimits(p.document!, operationName, params.variables, limits);
@@ -372,11 +437,18 @@ export function createStreamHandler(opts: StreamOptions) {
   });
 
   /** Serves one /graphql/stream request (the caller authenticated it). Resolves when the stream ends. */
-  async function handle(req: IncomingMessage, res: ServerResponse, ctx: Omit<StreamRequestContext, 'res'>): Promise<void> {
+  async function handle(
+    req: IncomingMessage,
+    res: ServerResponse,
+    ctx: Omit<StreamRequestContext, 'res'>,
+  ): Promise<void> {
     const accept = (req.headers.accept ?? '').toLowerCase();
     if (!accept.includes('text/event-stream')) {
       const [body, init] = codedResponse(
-        new AppError('BAD_USER_INPUT', 'Streams need "Accept: text/event-stream" (graphql-sse, distinct connections mode).'),
+        new AppError(
+          'BAD_USER_INPUT',
+          'Streams need "Accept: text/event-stream" (graphql-sse, distinct connections mode).',
+        ),
         406,
         ctx.correlationId,
       );
@@ -415,9 +487,21 @@ export function createStreamHandler(opts: StreamOptions) {
           text = JSON.stringify(parsed);
         } else {
           message = parsed?.errors?.[0]?.message ?? message;
-          text = JSON.stringify({ errors: [{ message, extensions: { code: init.status >= 500 ? 'INTERNAL_SERVER_ERROR' : 'BAD_USER_INPUT', correlationId: ctx.correlationId } }] });
+          text = JSON.stringify({
+            errors: [
+              {
+                message,
+                extensions: {
+                  code: init.status >= 500 ? 'INTERNAL_SERVER_ERROR' : 'BAD_USER_INPUT',
+                  correlationId: ctx.correlationId,
+                },
+              },
+            ],
+          });
         }
-        res.writeHead(init.status, { ...init.headers, 'content-type': 'application/json; charset=utf-8' }).end(text);
+        res
+          .writeHead(init.status, { ...init.headers, 'content-type': 'application/json; charset=utf-8' })
+          .end(text);
         return;
       }
       res.writeHead(init.status, init.headers).end(text ?? undefined);

@@ -123,7 +123,10 @@ describe('gateway /graphql', () => {
     });
 
     it('a depth bomb hidden in fragments → 400 QUERY_TOO_COMPLEX', async () => {
-      const frags = Array.from({ length: 10 }, (_, i) => `fragment F${i} on Node { child { ...F${i + 1} } }`).join('\n');
+      const frags = Array.from(
+        { length: 10 },
+        (_, i) => `fragment F${i} on Node { child { ...F${i + 1} } }`,
+      ).join('\n');
       const r = await h.gql(`{ node { ...F0 } }\n${frags}\nfragment F10 on Node { name }`);
       expect(r.status).toBe(400);
       expect(r.json.errors[0].extensions.code).toBe('QUERY_TOO_COMPLEX');
@@ -239,19 +242,30 @@ describe('gateway /graphql', () => {
       const token = await h.token();
       const calls = h.seen.slowCalls;
       const shared = h.gateway.stats.sharedFetches;
-      const pending = [h.gql('{ slow }', undefined, token), h.gql('{ slow }', undefined, token), h.gql('{ slow }', undefined, token)];
+      const pending = [
+        h.gql('{ slow }', undefined, token),
+        h.gql('{ slow }', undefined, token),
+        h.gql('{ slow }', undefined, token),
+      ];
       await gate.entered;
       await until(() => h.gateway.stats.sharedFetches === shared + 2);
       gate.release();
       const answers = await Promise.all(pending);
-      expect(answers.map((a) => a.json.data)).toEqual([{ slow: 'finally' }, { slow: 'finally' }, { slow: 'finally' }]);
+      expect(answers.map((a) => a.json.data)).toEqual([
+        { slow: 'finally' },
+        { slow: 'finally' },
+        { slow: 'finally' },
+      ]);
       expect(h.seen.slowCalls).toBe(calls + 1);
     });
 
     it('are not shared across tokens', async () => {
       const gate = h.newGate();
       const calls = h.seen.slowCalls;
-      const pending = [h.gql('{ slow }', undefined, await h.token()), h.gql('{ slow }', undefined, await h.token())];
+      const pending = [
+        h.gql('{ slow }', undefined, await h.token()),
+        h.gql('{ slow }', undefined, await h.token()),
+      ];
       await until(() => h.seen.slowCalls === calls + 2);
       gate.release();
       await Promise.all(pending);
@@ -263,7 +277,11 @@ describe('gateway /graphql', () => {
       const calls = h.seen.slowCalls;
       const before = h.gql('{ slow }', undefined, token);
       await gate.entered;
-      const write = await h.gql('mutation { touch(idempotencyKey: "ryw-1", label: "w") { id } }', undefined, token);
+      const write = await h.gql(
+        'mutation { touch(idempotencyKey: "ryw-1", label: "w") { id } }',
+        undefined,
+        token,
+      );
       expect(write.status).toBe(200);
       const after = h.gql('{ slow }', undefined, token);
       await until(() => h.seen.slowCalls === calls + 2); // a fetch of its own
@@ -273,7 +291,9 @@ describe('gateway /graphql', () => {
   });
 
   it('serves GET queries too, but no mutations over GET', async () => {
-    const res = await fetch(`${h.url}/graphql?query=${encodeURIComponent(GOOD)}`, { headers: { 'apollo-require-preflight': '1' } });
+    const res = await fetch(`${h.url}/graphql?query=${encodeURIComponent(GOOD)}`, {
+      headers: { 'apollo-require-preflight': '1' },
+    });
     expect(res.status).toBe(200);
     const m = await fetch(
       `${h.url}/graphql?query=${encodeURIComponent('mutation { touch(idempotencyKey: "k", label: "x") { id } }')}`,
@@ -286,7 +306,9 @@ describe('gateway /graphql', () => {
     const token = await h.token();
     const marker = `log-${randomUUID()}`;
     await h.gql('query Named { things(first: 1) { id } }', undefined, token, { 'x-correlation-id': marker });
-    const line = h.logs.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l['correlationId'] === marker && l['msg'] === 'request');
+    const line = h.logs
+      .map((l) => JSON.parse(l) as Record<string, unknown>)
+      .find((l) => l['correlationId'] === marker && l['msg'] === 'request');
     expect(line).toMatchObject({ method: 'POST', path: '/graphql', operationName: 'Named', status: 200 });
     expect(typeof line!['latencyMs']).toBe('number');
     expect(h.logs.join('\n')).not.toContain(token);
@@ -373,7 +395,11 @@ describe('gateway /graphql/stream', () => {
     for (const auth of [undefined, 'Bearer nope']) {
       const res = await fetch(`${h.url}/graphql/stream`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', accept: 'text/event-stream', ...(auth ? { authorization: auth } : {}) },
+        headers: {
+          'content-type': 'application/json',
+          accept: 'text/event-stream',
+          ...(auth ? { authorization: auth } : {}),
+        },
         body: JSON.stringify({ query: TICKS }),
       });
       expect(res.status).toBe(401);
@@ -386,7 +412,11 @@ describe('gateway /graphql/stream', () => {
     const send = async (query: string, variables?: Record<string, unknown>) => {
       const res = await fetch(`${h.url}/graphql/stream`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', accept: 'text/event-stream', authorization: `Bearer ${token}` },
+        headers: {
+          'content-type': 'application/json',
+          accept: 'text/event-stream',
+          authorization: `Bearer ${token}`,
+        },
         body: JSON.stringify({ query, variables }),
       });
       return { status: res.status, json: (await res.json()) as any };
@@ -409,7 +439,11 @@ describe('gateway /graphql/stream', () => {
     const token = await h.token();
     const res = await fetch(`${h.url}/graphql/stream`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', accept: 'text/event-stream', authorization: `Bearer ${token}` },
+      headers: {
+        'content-type': 'application/json',
+        accept: 'text/event-stream',
+        authorization: `Bearer ${token}`,
+      },
       body: JSON.stringify({ query: 'subscription { ticks { n thing { id detail } } }' }),
     });
     expect(res.status).toBe(400);
@@ -424,7 +458,11 @@ describe('gateway /graphql/stream', () => {
     const token = await h.token();
     const res = await fetch(`${h.url}/graphql/stream`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', accept: 'application/json', authorization: `Bearer ${token}` },
+      headers: {
+        'content-type': 'application/json',
+        accept: 'application/json',
+        authorization: `Bearer ${token}`,
+      },
       body: JSON.stringify({ query: TICKS }),
     });
     expect(res.status).toBe(406);

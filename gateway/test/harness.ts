@@ -89,7 +89,10 @@ export class TickSource {
       return false;
     });
   }
-  async *stream(signal: AbortSignal, from: number): AsyncGenerator<{ ticks: { n: number; thing: { id: string; name: string } } }> {
+  async *stream(
+    signal: AbortSignal,
+    from: number,
+  ): AsyncGenerator<{ ticks: { n: number; thing: { id: string; name: string } } }> {
     const queue: number[] = [];
     let ended = false;
     let wake: (() => void) | null = null;
@@ -196,8 +199,16 @@ export interface Harness {
   alpha: RunningServer;
   beta: RunningServer;
   token(opts?: { tenantId?: string; sub?: string; expiresIn?: string }): Promise<string>;
-  post(body: unknown, headers?: Record<string, string>): Promise<{ status: number; headers: Headers; json: any }>;
-  gql(query: string, variables?: Record<string, unknown>, token?: string, headers?: Record<string, string>): Promise<{ status: number; headers: Headers; json: any }>;
+  post(
+    body: unknown,
+    headers?: Record<string, string>,
+  ): Promise<{ status: number; headers: Headers; json: any }>;
+  gql(
+    query: string,
+    variables?: Record<string, unknown>,
+    token?: string,
+    headers?: Record<string, string>,
+  ): Promise<{ status: number; headers: Headers; json: any }>;
   close(): Promise<void>;
 }
 
@@ -223,11 +234,21 @@ export async function startHarness(env: Record<string, string> = {}): Promise<Ha
   const { privateKey, publicKey } = await generateKeyPair('ES256', { extractable: true });
   const kid = 'gw-test';
   const jwk = { ...(await exportJWK(publicKey)), kid, alg: 'ES256', use: 'sig' };
-  const verifyToken = createTokenVerifier({ issuer: ISSUER, audience: AUDIENCE, keys: createLocalJWKSet({ keys: [jwk] }) });
+  const verifyToken = createTokenVerifier({
+    issuer: ISSUER,
+    audience: AUDIENCE,
+    keys: createLocalJWKSet({ keys: [jwk] }),
+  });
 
   const ticks = new TickSource();
   const gates = { slow: new Gate() };
-  const seen: Seen = { correlationIds: [], authorizations: [], alphaRequests: 0, slowCalls: 0, touches: new Map() };
+  const seen: Seen = {
+    correlationIds: [],
+    authorizations: [],
+    alphaRequests: 0,
+    slowCalls: 0,
+    touches: new Map(),
+  };
   const record = (ctx: SubgraphContext) => {
     seen.correlationIds.push(ctx.correlationId);
   };
@@ -239,7 +260,10 @@ export async function startHarness(env: Record<string, string> = {}): Promise<Ha
         things: (_: unknown, args: { first: number }, ctx: SubgraphContext) => {
           record(ctx);
           seen.alphaRequests++;
-          return Array.from({ length: Math.min(args.first, 3) }, (_, i) => ({ id: `t${i + 1}`, name: `thing ${i + 1}` }));
+          return Array.from({ length: Math.min(args.first, 3) }, (_, i) => ({
+            id: `t${i + 1}`,
+            name: `thing ${i + 1}`,
+          }));
         },
         thing: (_: unknown, args: { id: string }) => ({ id: args.id, name: `thing ${args.id}` }),
         missing: () => {
@@ -261,7 +285,8 @@ export async function startHarness(env: Record<string, string> = {}): Promise<Ha
         touch: (_: unknown, args: { idempotencyKey: string; label: string }, ctx: SubgraphContext) => {
           const prior = seen.touches.get(args.idempotencyKey);
           if (prior) {
-            if (prior.label !== args.label) throw new AppError('IDEMPOTENCY_KEY_REUSED', 'Key reused with other arguments.');
+            if (prior.label !== args.label)
+              throw new AppError('IDEMPOTENCY_KEY_REUSED', 'Key reused with other arguments.');
             ctx.responseExtensions['idempotentReplay'] = true;
             return prior.result;
           }
@@ -272,7 +297,8 @@ export async function startHarness(env: Record<string, string> = {}): Promise<Ha
       },
       Subscription: {
         ticks: {
-          subscribe: (_: unknown, args: { from?: number }, ctx: SubgraphContext) => ticks.stream(ctx.signal, args.from ?? 0),
+          subscribe: (_: unknown, args: { from?: number }, ctx: SubgraphContext) =>
+            ticks.stream(ctx.signal, args.from ?? 0),
         },
       },
       Thing: {
@@ -303,8 +329,22 @@ export async function startHarness(env: Record<string, string> = {}): Promise<Ha
     } as never,
   });
 
-  const alpha = await createSubgraphServer({ name: 'alpha', schema: alphaSchema, config, db: fakeDb, log: quiet, verifyToken }).listen(0, '127.0.0.1');
-  const beta = await createSubgraphServer({ name: 'beta', schema: betaSchema, config, db: fakeDb, log: quiet, verifyToken }).listen(0, '127.0.0.1');
+  const alpha = await createSubgraphServer({
+    name: 'alpha',
+    schema: alphaSchema,
+    config,
+    db: fakeDb,
+    log: quiet,
+    verifyToken,
+  }).listen(0, '127.0.0.1');
+  const beta = await createSubgraphServer({
+    name: 'beta',
+    schema: betaSchema,
+    config,
+    db: fakeDb,
+    log: quiet,
+    verifyToken,
+  }).listen(0, '127.0.0.1');
 
   const composed = composeServices([
     { name: 'alpha', typeDefs: parse(ALPHA_SDL), url: 'http://127.0.0.1:1/graphql' },
@@ -376,7 +416,10 @@ export async function startHarness(env: Record<string, string> = {}): Promise<Ha
     },
     post,
     gql(query, variables, token, headers = {}) {
-      return post({ query, variables }, { ...(token ? { authorization: `Bearer ${token}` } : {}), ...headers });
+      return post(
+        { query, variables },
+        { ...(token ? { authorization: `Bearer ${token}` } : {}), ...headers },
+      );
     },
     close() {
       closed ??= (async () => {

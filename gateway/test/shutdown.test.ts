@@ -21,7 +21,9 @@ function halfRequest(url: string, path: string) {
   return {
     async start() {
       await opened;
-      await new Promise<void>((r) => socket.write(`GET ${path} HTTP/1.1\r\nHost: ${hostname}\r\n`, () => r()));
+      await new Promise<void>((r) =>
+        socket.write(`GET ${path} HTTP/1.1\r\nHost: ${hostname}\r\n`, () => r()),
+      );
     },
     /** Finishes the request and resolves with the raw answer once the server closed the connection. */
     finish(): Promise<string> {

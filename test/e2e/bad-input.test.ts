@@ -12,14 +12,26 @@ beforeAll(async () => {
   p = await startTestPlatform();
   user = await p.tokenFor({ tenant: 'bad-input' });
   const mk = async (name: string) => {
-    const r = await p.gql('mutation R($n: String!, $k: ID!) { createRoom(input: { name: $n }, idempotencyKey: $k) { room { id } } }', { n: name, k: randomUUID() }, user.token);
+    const r = await p.gql(
+      'mutation R($n: String!, $k: ID!) { createRoom(input: { name: $n }, idempotencyKey: $k) { room { id } } }',
+      { n: name, k: randomUUID() },
+      user.token,
+    );
     return r.data.createRoom.room.id as string;
   };
   roomA = await mk('a');
   roomB = await mk('b');
   for (let i = 0; i < 3; i++) {
-    await p.gql('mutation P($r: ID!, $k: ID!) { postMessage(roomId: $r, input: { body: "m" }, idempotencyKey: $k) { message { seq } } }', { r: roomA, k: randomUUID() }, user.token);
-    await p.gql('mutation P($r: ID!, $k: ID!) { postMessage(roomId: $r, input: { body: "m" }, idempotencyKey: $k) { message { seq } } }', { r: roomB, k: randomUUID() }, user.token);
+    await p.gql(
+      'mutation P($r: ID!, $k: ID!) { postMessage(roomId: $r, input: { body: "m" }, idempotencyKey: $k) { message { seq } } }',
+      { r: roomA, k: randomUUID() },
+      user.token,
+    );
+    await p.gql(
+      'mutation P($r: ID!, $k: ID!) { postMessage(roomId: $r, input: { body: "m" }, idempotencyKey: $k) { message { seq } } }',
+      { r: roomB, k: randomUUID() },
+      user.token,
+    );
   }
 });
 afterAll(async () => {
@@ -33,23 +45,37 @@ function expectCoded(r: GraphQLResult, status: number, code: string): void {
 }
 
 async function stillServes(): Promise<void> {
-  const r = await p.gql('{ rooms(first: 5) { edges { node { name createdBy { displayName } } } } }', undefined, user.token);
+  const r = await p.gql(
+    '{ rooms(first: 5) { edges { node { name createdBy { displayName } } } } }',
+    undefined,
+    user.token,
+  );
   expect(r.status).toBe(200);
   expect(r.errors).toBeUndefined();
   expect(r.data.rooms.edges).toHaveLength(2);
 }
 
-const MESSAGES = 'query M($id: ID!, $first: Int, $after: String) { room(id: $id) { messages(first: $first, after: $after) { edges { cursor node { seq } } pageInfo { endCursor } } } }';
+const MESSAGES =
+  'query M($id: ID!, $first: Int, $after: String) { room(id: $id) { messages(first: $first, after: $after) { edges { cursor node { seq } } pageInfo { endCursor } } } }';
 
 describe(`bad input through the gateway`, () => {
   it('malformed JSON → 400 GRAPHQL_PARSE_FAILED', async () => {
-    expectCoded(await p.post('{"query": "{ rooms { edges { node { id } } } }", ', { authorization: `Bearer ${user.token}` }), 400, 'GRAPHQL_PARSE_FAILED');
+    expectCoded(
+      await p.post('{"query": "{ rooms { edges { node { id } } } }", ', {
+        authorization: `Bearer ${user.token}`,
+      }),
+      400,
+      'GRAPHQL_PARSE_FAILED',
+    );
     await stillServes();
   });
 
   it('a body over the limit → 413 PAYLOAD_TOO_LARGE', async () => {
     const max = p.platform.config.limits.maxBodyBytes;
-    const body = JSON.stringify({ query: '{ rooms { edges { node { id } } } }', variables: { pad: 'x'.repeat(max) } });
+    const body = JSON.stringify({
+      query: '{ rooms { edges { node { id } } } }',
+      variables: { pad: 'x'.repeat(max) },
+    });
     expectCoded(await p.post(body, { authorization: `Bearer ${user.token}` }), 413, 'PAYLOAD_TOO_LARGE');
     await stillServes();
   });
@@ -57,7 +83,15 @@ describe(`bad input through the gateway`, () => {
   it('a depth bomb → 400 QUERY_TOO_COMPLEX', async () => {
     let q = '{ seq }';
     for (let i = 0; i < 10; i++) q = `{ edges { node { room { messages(first: 1) ${q} } } } }`;
-    expectCoded(await p.gql(`query Deep($id: ID!) { room(id: $id) { messages(first: 1) ${q} } }`, { id: roomA }, user.token), 400, 'QUERY_TOO_COMPLEX');
+    expectCoded(
+      await p.gql(
+        `query Deep($id: ID!) { room(id: $id) { messages(first: 1) ${q} } }`,
+        { id: roomA },
+        user.token,
+      ),
+      400,
+      'QUERY_TOO_COMPLEX',
+    );
     await stillServes();
   });
 
@@ -75,7 +109,11 @@ describe(`bad input through the gateway`, () => {
   });
 
   it('first: 100000 → 400 BAD_USER_INPUT (literal or variable)', async () => {
-    expectCoded(await p.gql('{ rooms(first: 100000) { edges { node { id } } } }', undefined, user.token), 400, 'BAD_USER_INPUT');
+    expectCoded(
+      await p.gql('{ rooms(first: 100000) { edges { node { id } } } }', undefined, user.token),
+      400,
+      'BAD_USER_INPUT',
+    );
     expectCoded(await p.gql(MESSAGES, { id: roomA, first: 100000 }, user.token), 400, 'BAD_USER_INPUT');
     expectCoded(await p.gql(MESSAGES, { id: roomA, first: -1 }, user.token), 400, 'BAD_USER_INPUT');
     await stillServes();
@@ -90,7 +128,11 @@ describe(`bad input through the gateway`, () => {
       expect(r.errors?.[0]?.extensions?.code).toBe('BAD_USER_INPUT');
       expect(r.data?.room ?? null).toBeNull();
     }
-    const root = await p.gql('query R($after: String) { rooms(first: 1, after: $after) { edges { node { id } } } }', { after: 'forged' }, user.token);
+    const root = await p.gql(
+      'query R($after: String) { rooms(first: 1, after: $after) { edges { node { id } } } }',
+      { after: 'forged' },
+      user.token,
+    );
     expectCoded(root, 400, 'BAD_USER_INPUT');
     await stillServes();
   });
@@ -105,7 +147,11 @@ describe(`bad input through the gateway`, () => {
     const r2 = await p.gql(MESSAGES, { id: roomA, first: 1, after: roomsCursor }, user.token);
     expect(r2.errors?.[0]?.extensions?.code).toBe('BAD_USER_INPUT');
     // And a messages cursor on the rooms list, at the root: 400.
-    const r3 = await p.gql('query R($after: String) { rooms(first: 1, after: $after) { edges { node { id } } } }', { after: foreign }, user.token);
+    const r3 = await p.gql(
+      'query R($after: String) { rooms(first: 1, after: $after) { edges { node { id } } } }',
+      { after: foreign },
+      user.token,
+    );
     expectCoded(r3, 400, 'BAD_USER_INPUT');
     await stillServes();
   });
@@ -114,14 +160,22 @@ describe(`bad input through the gateway`, () => {
     const other = await p.tokenFor({ tenant: 'bad-input-other' });
     const theirs = await p.gql('{ rooms(first: 1) { pageInfo { endCursor } } }', undefined, other.token);
     const mine = await p.gql('{ rooms(first: 1) { pageInfo { endCursor } } }', undefined, user.token);
-    const r = await p.gql('query R($after: String) { rooms(first: 1, after: $after) { edges { node { id } } } }', { after: mine.data.rooms.pageInfo.endCursor }, other.token);
+    const r = await p.gql(
+      'query R($after: String) { rooms(first: 1, after: $after) { edges { node { id } } } }',
+      { after: mine.data.rooms.pageInfo.endCursor },
+      other.token,
+    );
     expectCoded(r, 400, 'BAD_USER_INPUT');
     expect(theirs.status).toBe(200);
     await stillServes();
   });
 
   it('an unknown field → 400 GRAPHQL_VALIDATION_FAILED; a query that does not parse → 400 GRAPHQL_PARSE_FAILED', async () => {
-    expectCoded(await p.gql('{ rooms { edges { node { password } } } }', undefined, user.token), 400, 'GRAPHQL_VALIDATION_FAILED');
+    expectCoded(
+      await p.gql('{ rooms { edges { node { password } } } }', undefined, user.token),
+      400,
+      'GRAPHQL_VALIDATION_FAILED',
+    );
     expectCoded(await p.gql('{ rooms { edges ', undefined, user.token), 400, 'GRAPHQL_PARSE_FAILED');
     await stillServes();
   });

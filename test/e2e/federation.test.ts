@@ -16,8 +16,10 @@ afterAll(async () => {
   await p?.close();
 });
 
-const CREATE_ROOM = 'mutation R($name: String!, $k: ID!) { createRoom(input: { name: $name }, idempotencyKey: $k) { room { id name } } }';
-const POST = 'mutation P($room: ID!, $body: String!, $k: ID!) { postMessage(roomId: $room, input: { body: $body }, idempotencyKey: $k) { message { id seq } } }';
+const CREATE_ROOM =
+  'mutation R($name: String!, $k: ID!) { createRoom(input: { name: $name }, idempotencyKey: $k) { room { id name } } }';
+const POST =
+  'mutation P($room: ID!, $body: String!, $k: ID!) { postMessage(roomId: $room, input: { body: $body }, idempotencyKey: $k) { message { id seq } } }';
 
 async function createRoom(user: TestUser, name: string): Promise<string> {
   const r = await p.gql(CREATE_ROOM, { name, k: randomUUID() }, user.token);
@@ -88,7 +90,9 @@ describe(`federation through the gateway`, () => {
   });
 
   it('answers the public capabilities query without a token', async () => {
-    const r = await p.gql('{ capabilities { schemaVersion limits { maxPageSize maxPayloadBytes } client { retryMaxAttempts } } }');
+    const r = await p.gql(
+      '{ capabilities { schemaVersion limits { maxPageSize maxPayloadBytes } client { retryMaxAttempts } } }',
+    );
     expect(r.status).toBe(200);
     expect(r.data.capabilities.limits).toEqual({ maxPageSize: 100, maxPayloadBytes: 5 * 1024 * 1024 });
   });
@@ -103,7 +107,11 @@ describe(`federation through the gateway`, () => {
     const post = await p.gql(POST, { room, body: 'intrusion', k: randomUUID() }, bob.token);
     expect(post.errors?.[0]?.extensions?.code).toBe('NOT_FOUND');
     // A's own view is untouched.
-    const mine = await p.gql('query Q($id: ID!) { room(id: $id) { messages(first: 5) { edges { node { body } } } } }', { id: room }, alice.token);
+    const mine = await p.gql(
+      'query Q($id: ID!) { room(id: $id) { messages(first: 5) { edges { node { body } } } } }',
+      { id: room },
+      alice.token,
+    );
     expect(mine.data.room.messages.edges).toEqual([]);
   });
 
@@ -118,7 +126,9 @@ describe(`federation through the gateway`, () => {
   });
 
   it('echoes the correlation id', async () => {
-    const r = await p.gql('{ capabilities { schemaVersion } }', undefined, null, { 'x-correlation-id': 'e2e-corr-1' });
+    const r = await p.gql('{ capabilities { schemaVersion } }', undefined, null, {
+      'x-correlation-id': 'e2e-corr-1',
+    });
     expect(r.headers.get('x-correlation-id')).toBe('e2e-corr-1');
   });
 });

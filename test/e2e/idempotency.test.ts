@@ -11,8 +11,10 @@ afterAll(async () => {
   await p?.close();
 });
 
-const CREATE_ROOM = 'mutation R($name: String!, $k: ID!) { createRoom(input: { name: $name }, idempotencyKey: $k) { room { id name createdAt } } }';
-const POST = 'mutation P($room: ID!, $body: String!, $k: ID!) { postMessage(roomId: $room, input: { body: $body }, idempotencyKey: $k) { message { id seq body } } }';
+const CREATE_ROOM =
+  'mutation R($name: String!, $k: ID!) { createRoom(input: { name: $name }, idempotencyKey: $k) { room { id name createdAt } } }';
+const POST =
+  'mutation P($room: ID!, $body: String!, $k: ID!) { postMessage(roomId: $room, input: { body: $body }, idempotencyKey: $k) { message { id seq body } } }';
 
 async function roomCount(user: TestUser): Promise<number> {
   const r = await p.gql('{ rooms(first: 100) { edges { node { id } } } }', undefined, user.token);
@@ -21,7 +23,11 @@ async function roomCount(user: TestUser): Promise<number> {
 }
 
 async function messageSeqs(user: TestUser, room: string): Promise<number[]> {
-  const r = await p.gql('query M($id: ID!) { room(id: $id) { messages(first: 100) { edges { node { seq } } } } }', { id: room }, user.token);
+  const r = await p.gql(
+    'query M($id: ID!) { room(id: $id) { messages(first: 100) { edges { node { seq } } } } }',
+    { id: room },
+    user.token,
+  );
   return r.data.room.messages.edges.map((e: any) => e.node.seq as number);
 }
 
@@ -99,7 +105,9 @@ describe(`idempotency through the gateway`, () => {
     const created = await p.gql(CREATE_ROOM, { name: 'log', k: randomUUID() }, user.token);
     const room = created.data.createRoom.room.id;
     const key = randomUUID();
-    await Promise.all(Array.from({ length: 4 }, () => p.gql(POST, { room, body: 'once', k: key }, user.token)));
+    await Promise.all(
+      Array.from({ length: 4 }, () => p.gql(POST, { room, body: 'once', k: key }, user.token)),
+    );
     await p.gql(POST, { room, body: 'next', k: randomUUID() }, user.token);
     expect(await messageSeqs(user, room)).toEqual([1, 2]);
   });

@@ -91,7 +91,11 @@ export async function openRaw(
   const response = await fetch(streamUrl, {
     method: 'POST',
     signal: controller.signal,
-    headers: { 'content-type': 'application/json', accept: 'text/event-stream', authorization: `Bearer ${token}` },
+    headers: {
+      'content-type': 'application/json',
+      accept: 'text/event-stream',
+      authorization: `Bearer ${token}`,
+    },
     body: JSON.stringify({ query, variables }),
   });
   const reader = response.body!.getReader();

@@ -15,21 +15,32 @@ afterAll(async () => {
   await p?.close();
 });
 
-const STREAM = 'subscription S($room: ID!, $after: Int) { roomMessages(roomId: $room, afterSeq: $after) { seq body author { id } room { id name } } }';
+const STREAM =
+  'subscription S($room: ID!, $after: Int) { roomMessages(roomId: $room, afterSeq: $after) { seq body author { id } room { id name } } }';
 
 async function createRoom(platform: TestPlatform, user: TestUser, name = 'live'): Promise<string> {
-  const r = await platform.gql('mutation R($n: String!, $k: ID!) { createRoom(input: { name: $n }, idempotencyKey: $k) { room { id } } }', { n: name, k: randomUUID() }, user.token);
+  const r = await platform.gql(
+    'mutation R($n: String!, $k: ID!) { createRoom(input: { name: $n }, idempotencyKey: $k) { room { id } } }',
+    { n: name, k: randomUUID() },
+    user.token,
+  );
   expect(r.errors).toBeUndefined();
   return r.data.createRoom.room.id as string;
 }
 
 async function post(platform: TestPlatform, user: TestUser, room: string, body: string): Promise<number> {
-  const r = await platform.gql('mutation P($r: ID!, $b: String!, $k: ID!) { postMessage(roomId: $r, input: { body: $b }, idempotencyKey: $k) { message { seq } } }', { r: room, b: body, k: randomUUID() }, user.token);
+  const r = await platform.gql(
+    'mutation P($r: ID!, $b: String!, $k: ID!) { postMessage(roomId: $r, input: { body: $b }, idempotencyKey: $k) { message { seq } } }',
+    { r: room, b: body, k: randomUUID() },
+    user.token,
+  );
   expect(r.errors).toBeUndefined();
   return r.data.postMessage.message.seq as number;
 }
 
-type Event = { roomMessages: { seq: number; body: string; author: { id: string }; room: { id: string; name: string } } };
+type Event = {
+  roomMessages: { seq: number; body: string; author: { id: string }; room: { id: string; name: string } };
+};
 
 describe('subscriptions through the gateway', () => {
   it('delivers the backlog after afterSeq, then live messages, in order', async () => {
@@ -40,7 +51,12 @@ describe('subscriptions through the gateway', () => {
     try {
       const backlog = [await s.next(), await s.next()];
       expect(backlog.map((e) => e.data?.roomMessages.seq)).toEqual([1, 2]);
-      expect(backlog[0]!.data?.roomMessages).toEqual({ seq: 1, body: 'one', author: { id: alice.userId }, room: { id: room, name: 'live' } });
+      expect(backlog[0]!.data?.roomMessages).toEqual({
+        seq: 1,
+        body: 'one',
+        author: { id: alice.userId },
+        room: { id: room, name: 'live' },
+      });
       // The subgraph listens before it reads the backlog, so anything posted now arrives live.
       await post(p, alice, room, 'three');
       await post(p, alice, room, 'four');
@@ -71,8 +87,15 @@ describe('subscriptions through the gateway', () => {
     const room = await createRoom(p, alice, 'wide');
     const res = await fetch(`${p.gatewayUrl}/graphql/stream`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', accept: 'text/event-stream', authorization: `Bearer ${alice.token}` },
-      body: JSON.stringify({ query: 'subscription S($r: ID!) { roomMessages(roomId: $r) { seq author { displayName email } } }', variables: { r: room } }),
+      headers: {
+        'content-type': 'application/json',
+        accept: 'text/event-stream',
+        authorization: `Bearer ${alice.token}`,
+      },
+      body: JSON.stringify({
+        query: 'subscription S($r: ID!) { roomMessages(roomId: $r) { seq author { displayName email } } }',
+        variables: { r: room },
+      }),
     });
     expect(res.status).toBe(400);
     const body = (await res.json()) as any;

@@ -15,7 +15,11 @@ export interface GraphQLResult<T = any> {
   status: number;
   headers: Headers;
   data?: T | null;
-  errors?: Array<{ message: string; path?: Array<string | number>; extensions?: { code?: string } & Record<string, unknown> }>;
+  errors?: Array<{
+    message: string;
+    path?: Array<string | number>;
+    extensions?: { code?: string } & Record<string, unknown>;
+  }>;
   extensions?: Record<string, unknown>;
   /** The body as text when it was not JSON. */
   raw?: string;
@@ -90,7 +94,11 @@ export async function startTestPlatform(
   const post = async (body: string, headers: Record<string, string> = {}): Promise<GraphQLResult> => {
     const res = await fetch(`${platform.gatewayUrl}/graphql`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', accept: 'application/graphql-response+json', ...headers },
+      headers: {
+        'content-type': 'application/json',
+        accept: 'application/graphql-response+json',
+        ...headers,
+      },
       body,
     });
     const text = await res.text();
@@ -119,7 +127,12 @@ export async function startTestPlatform(
         owners.set(tenant, owner);
       }
       const role = o.role ?? 'OWNER';
-      const token = await issueAccessToken(platform.db, served, { tenantId: owner.tenantId, userId: owner.userId, role, scopes: [] });
+      const token = await issueAccessToken(platform.db, served, {
+        tenantId: owner.tenantId,
+        userId: owner.userId,
+        role,
+        scopes: [],
+      });
       return { ...owner, role, token };
     },
     gql(query, variables, token, headers = {}) {
