@@ -406,7 +406,7 @@ export async function startHarness(env: Record<string, string> = {}): Promise<Ha
     beta,
     async token(opts = {}) {
       return new SignJWT({ tid: opts.tenantId ?? randomUUID(), role: 'OPERATOR', scope: 'graphql' })
-        .setProtectedHeader({ alg: 'ES256', kid })
+        .setProtectedHeader({ alg: 'ES256', kid, typ: 'at+jwt' })
         .setSubject(opts.sub ?? `user-${randomUUID()}`)
         .setIssuer(ISSUER)
         .setAudience(AUDIENCE)

@@ -4,6 +4,7 @@
  * for issuer, audience and expiry. Tokens are never logged.
  */
 import { createRemoteJWKSet, jwtVerify, type JWTVerifyGetKey } from 'jose';
+import { Lru } from './lru.js';
 import { z } from 'zod';
 import { AppError } from './errors.js';
 import type { AuthContext } from './tenancy.js';
@@ -28,6 +29,9 @@ export interface TokenVerifierOptions {
 
 export type TokenVerifier = (authorization: string | undefined) => Promise<AuthContext | null>;
 
+/** jose error codes that mean "the key set could not be had", not "the token is bad". */
+const KEYS_UNAVAILABLE = new Set(['ERR_JWKS_TIMEOUT', 'ERR_JOSE_GENERIC']);
+
 function unauthenticated(why: string): AppError {
   return new AppError(
     'UNAUTHENTICATED',
@@ -40,31 +44,50 @@ export function createTokenVerifier(opts: TokenVerifierOptions): TokenVerifier {
     typeof opts.keys === 'string'
       ? createRemoteJWKSet(new URL(opts.keys), { cooldownDuration: 30_000, cacheMaxAge: 600_000 })
       : opts.keys;
+  const tolerance = opts.clockToleranceSeconds ?? 30;
+  const now = opts.now ?? (() => new Date());
+  // Verified tokens, kept until they expire: a client sends the same token for many requests, and an ES256
+  // verification costs more than the rest of a small request. Bounded, and keyed by the whole token.
+  const verified = new Lru<string, { auth: AuthContext; exp: number }>(10_000);
   return async (authorization) => {
     if (!authorization) return null;
-    const m = /^Bearer ([A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+)$/.exec(authorization);
+    const m = /^bearer ([A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+)$/i.exec(authorization);
     if (!m) throw unauthenticated('the Authorization header must be "Bearer <JWT>"');
+    const token = m[1]!;
+    const nowSeconds = now().getTime() / 1000;
+    const hit = verified.get(token);
+    if (hit && hit.exp + tolerance > nowSeconds) return hit.auth;
     let payload: unknown;
     try {
-      ({ payload } = await jwtVerify(m[1]!, keys, {
+      ({ payload } = await jwtVerify(token, keys, {
         issuer: opts.issuer,
         audience: opts.audience,
         algorithms: [ACCESS_TOKEN_ALG],
-        clockTolerance: opts.clockToleranceSeconds ?? 30,
+        typ: 'at+jwt',
+        clockTolerance: tolerance,
         currentDate: opts.now?.(),
         requiredClaims: ['exp', 'sub'],
       }));
     } catch (err) {
       const code = (err as { code?: string }).code ?? 'invalid';
+      if (KEYS_UNAVAILABLE.has(code) || (err instanceof TypeError && /fetch/i.test(err.message))) {
+        throw new AppError(
+          'SERVICE_UNAVAILABLE',
+          'The token could not be checked because the identity service\'s keys are unreachable. Retry shortly.',
+          { retryAfterMs: 1000 },
+        );
+      }
       throw unauthenticated(code === 'ERR_JWT_EXPIRED' ? 'expired' : 'invalid signature or claims');
     }
     const claims = Claims.safeParse(payload);
     if (!claims.success) throw unauthenticated('missing tenant or role claims');
-    return {
+    const auth: AuthContext = {
       tenantId: claims.data.tid,
       principalId: claims.data.sub,
       role: claims.data.role,
       scopes: claims.data.scope.split(' ').filter(Boolean),
     };
+    verified.set(token, { auth, exp: (payload as { exp: number }).exp });
+    return auth;
   };
 }

@@ -202,11 +202,21 @@ export function createSubgraphServer(opts: SubgraphServerOptions): {
       const gone = () => {
         abort.abort();
         streams.delete(abort);
+        // While shutting down, a finished stream leaves an idle keep-alive socket that would hold close() open.
+        if (shuttingDown) setImmediate(() => server.closeIdleConnections());
       };
       if (res.closed) gone();
       else res.once('close', gone);
       return (await contextFor(raw, correlationId, abort.signal)) as SubgraphContext & Record<PropertyKey, unknown>;
     },
+    // Errors inside a stream get the same masking and codes as on /graphql.
+    onNext: (ctx, _req, result) =>
+      result.errors?.length
+        ? ({
+            ...result,
+            errors: result.errors.map((e) => formatError(e, ctx.log, ctx.correlationId)),
+          } as unknown as typeof result)
+        : undefined,
     onSubscribe: (req, params) => {
       const prepared = prepare(params.query as string);
       if (prepared.error) {

@@ -135,3 +135,46 @@ describe('createTokenVerifier', () => {
     expect(JSON.stringify(e.toJSON())).not.toContain(token.split('.')[1]!);
   });
 });
+
+describe('createTokenVerifier: scheme, typ, cache and key outages', () => {
+  it('takes the scheme case-insensitively, refuses a token without typ at+jwt, and re-checks expiry of cached tokens', async () => {
+    const pair = await generateKeyPair('ES256');
+    const jwk = { ...(await exportJWK(pair.publicKey)), kid: 'k1', alg: 'ES256' };
+    let now = NOW;
+    const verify = createTokenVerifier({
+      issuer: ISSUER,
+      audience: AUDIENCE,
+      keys: createLocalJWKSet({ keys: [jwk] }),
+      now: () => now,
+      clockToleranceSeconds: 0,
+    });
+    const payload = { sub: 'u', tid: tenantId, role: 'VIEWER', iss: ISSUER, aud: AUDIENCE, exp: nowSeconds + 60 };
+    const token = await new SignJWT(payload).setProtectedHeader({ alg: 'ES256', kid: 'k1', typ: 'at+jwt' }).sign(pair.privateKey);
+    expect((await verify(`bearer ${token}`))?.principalId).toBe('u');
+    const untyped = await new SignJWT(payload).setProtectedHeader({ alg: 'ES256', kid: 'k1' }).sign(pair.privateKey);
+    await expectAppError(verify(`Bearer ${untyped}`), 'UNAUTHENTICATED');
+    now = new Date((nowSeconds + 61) * 1000);
+    await expectAppError(verify(`Bearer ${token}`), 'UNAUTHENTICATED');
+  });
+
+  it('answers SERVICE_UNAVAILABLE, not UNAUTHENTICATED, when the JWKS cannot be fetched', async () => {
+    const { createServer } = await import('node:net');
+    const port = await new Promise<number>((resolve) => {
+      const s = createServer().listen(0, '127.0.0.1', () => {
+        const p = (s.address() as { port: number }).port;
+        s.close(() => resolve(p));
+      });
+    });
+    const verify = createTokenVerifier({
+      issuer: ISSUER,
+      audience: AUDIENCE,
+      keys: `http://127.0.0.1:${port}/.well-known/jwks.json`,
+      now: () => NOW,
+    });
+    const pair = await generateKeyPair('ES256');
+    const token = await new SignJWT({ sub: 'u', tid: tenantId, role: 'VIEWER', iss: ISSUER, aud: AUDIENCE, exp: nowSeconds + 60 })
+      .setProtectedHeader({ alg: 'ES256', kid: 'k1', typ: 'at+jwt' })
+      .sign(pair.privateKey);
+    await expectAppError(verify(`Bearer ${token}`), 'SERVICE_UNAVAILABLE');
+  });
+});

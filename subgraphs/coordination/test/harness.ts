@@ -145,7 +145,7 @@ export async function startHarness(): Promise<Harness> {
       const sub = opts.sub ?? `user-${randomUUID()}`;
       const role = opts.role ?? 'OPERATOR';
       const token = await new SignJWT({ tid: tenantId, role, scope: 'graphql' })
-        .setProtectedHeader({ alg: 'ES256', kid })
+        .setProtectedHeader({ alg: 'ES256', kid, typ: 'at+jwt' })
         .setSubject(sub)
         .setIssuer(ISSUER)
         .setAudience(AUDIENCE)
