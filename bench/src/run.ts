@@ -491,7 +491,7 @@ function medianRound(rs: TargetResult[]): TargetResult {
     ...median,
     valid: reasons.length === 0,
     invalidReasons: reasons,
-    warnings: [...new Set(rs.flatMap((r) => r.warnings))],
+    warnings: rs.flatMap((r, i) => r.warnings.map((w) => `round ${i + 1}: ${w}`)),
     rounds: rs.map((r) => ({
       requestsPerSecond: r.load ? Math.round(r.load.requestsPerSecond) : null,
       p50: r.load?.latencyMs.p50 ?? null,
