@@ -2,7 +2,8 @@
  * Embedded driver: PGlite (PostgreSQL compiled to WASM) in this process, data in a folder (or in memory).
  * One connection: statements and transactions are serialised by PGlite itself; NOTIFY is delivered in-process.
  */
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import type { Database, DatabaseHandle, Queryable, QueryResult } from './types.js';
 import { assertChannel } from './types.js';
@@ -17,9 +18,57 @@ function wrap(q: { query: PGlite['query'] }): Queryable {
   };
 }
 
+/**
+ * PGlite keeps no lock of its own, and two processes on one folder corrupt it: take an exclusive lock file
+ * holding our pid. A lock whose process is gone (a crash) is taken over.
+ */
+export function lockDataDir(dataDir: string): () => void {
+  const file = join(dataDir, 'agentgraph.lock');
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      writeFileSync(file, String(process.pid), { flag: 'wx' });
+      return () => rmSync(file, { force: true });
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+      const pid = Number(readFileSync(file, 'utf8').trim());
+      let alive = false;
+      try {
+        if (Number.isInteger(pid) && pid > 0) {
+          process.kill(pid, 0);
+          alive = true;
+        }
+      } catch (e) {
+        alive = (e as NodeJS.ErrnoException).code === 'EPERM';
+      }
+      if (alive) {
+        throw new Error(
+          `The embedded database at ${dataDir} is in use by process ${pid}${pid === process.pid ? ' (this one)' : ''}. Stop it first (one process per ` +
+            'data folder), or point DATA_DIR elsewhere.',
+        );
+      }
+      rmSync(file, { force: true });
+    }
+  }
+  throw new Error(`Could not lock ${file}; remove it if no agentgraph process is running.`);
+}
+
 export async function openPglite(dataDir: string | null, appRole: string): Promise<DatabaseHandle> {
-  if (dataDir) mkdirSync(dataDir, { recursive: true });
-  const pg = await PGlite.create(dataDir ?? 'memory://');
+  let unlock = () => undefined as void;
+  if (dataDir) {
+    mkdirSync(dataDir, { recursive: true });
+    unlock = lockDataDir(dataDir);
+  }
+  let pg: PGlite;
+  try {
+    pg = await PGlite.create(dataDir ?? 'memory://');
+  } catch (err) {
+    unlock();
+    throw err;
+  }
+  const closeOnce = async () => {
+    if (!pg.closed) await pg.close();
+    unlock();
+  };
   const base = wrap(pg);
   const transaction: Database['transaction'] = (fn) => pg.transaction((tx) => fn(wrap(tx)));
   let app: Database | null = null;
@@ -42,10 +91,10 @@ export async function openPglite(dataDir: string | null, appRole: string): Promi
         async ping() {
           await pg.query('select 1');
         },
-        close: () => pg.close(),
+        close: closeOnce,
       };
       return app;
     },
-    close: () => pg.close(),
+    close: closeOnce,
   };
 }
