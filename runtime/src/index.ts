@@ -17,3 +17,4 @@ export * from './scalars.js';
 export * from './subgraph-server.js';
 export * from './subgraph-module.js';
 export * from './tenancy.js';
+export * from './tenant-read.js';

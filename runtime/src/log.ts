@@ -4,6 +4,7 @@
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
+import { writeSync } from 'node:fs';
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 const levelRank: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40 };
@@ -61,9 +62,33 @@ export interface LoggerOptions {
   now?: () => Date;
 }
 
+/**
+ * Standard output, written once per turn of the event loop: a busy server logs a line per request, and on a pipe
+ * every write is a system call. Lines still pending when the process exits are written synchronously.
+ */
+let pending: string[] = [];
+let exitHookInstalled = false;
+function flushStdout(): void {
+  if (pending.length === 0) return;
+  const text = pending.join('');
+  pending = [];
+  process.stdout.write(text);
+}
+function writeStdout(line: string): void {
+  if (!exitHookInstalled) {
+    exitHookInstalled = true;
+    process.once('exit', () => {
+      if (pending.length) writeSync(1, pending.join(''));
+      pending = [];
+    });
+  }
+  if (pending.length === 0) setImmediate(flushStdout);
+  pending.push(line + '\n');
+}
+
 export function createLogger(base: Record<string, unknown>, opts: LoggerOptions = {}): Logger {
   const min = levelRank[opts.level ?? 'info'];
-  const write = opts.write ?? ((line: string) => process.stdout.write(line + '\n'));
+  const write = opts.write ?? writeStdout;
   const now = opts.now ?? (() => new Date());
   const emit = (level: LogLevel, msg: string, fields?: Record<string, unknown>) => {
     if (levelRank[level] < min) return;

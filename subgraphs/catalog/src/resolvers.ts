@@ -1,12 +1,12 @@
 /**
- * Resolvers of schemas/catalog.graphql, typed by the generated Resolvers. Reads run in withTenant, writes in
+ * Resolvers of schemas/catalog.graphql, typed by the generated Resolvers. Reads run in tenantRead (one shared transaction per turn of a request), writes in
  * idempotentMutation; both go through Row-Level Security, so another tenant's rows are simply not there.
  */
 import {
   DateTimeScalar,
   idempotentMutation,
   loaderFor,
-  withTenant,
+  tenantRead,
   type SubgraphContext,
 } from '@agentgraph/runtime';
 import type { Resolvers } from './generated/resolvers.js';
@@ -29,18 +29,18 @@ const user = (id: string) => ({ __typename: 'User' as const, id });
  * cannot exist, so it is null like an unknown one or another tenant's.
  */
 async function pluginById(ctx: SubgraphContext, id: unknown): Promise<PluginModel | null> {
-  const auth = requireReader(ctx.auth);
+  requireReader(ctx.auth);
   if (!isUuid(id)) return null;
   return loaderFor(ctx, 'catalog.pluginById', (ids: readonly string[]) =>
-    withTenant(ctx.db, auth, (tx) => store.findPlugins(tx, ids)),
+    tenantRead(ctx, (tx) => store.findPlugins(tx, ids)),
   ).load(id.toLowerCase());
 }
 
 async function releaseById(ctx: SubgraphContext, id: unknown): Promise<ReleaseModel | null> {
-  const auth = requireReader(ctx.auth);
+  requireReader(ctx.auth);
   if (!isUuid(id)) return null;
   return loaderFor(ctx, 'catalog.releaseById', (ids: readonly string[]) =>
-    withTenant(ctx.db, auth, (tx) => store.findReleases(tx, ids)),
+    tenantRead(ctx, (tx) => store.findReleases(tx, ids)),
   ).load(id.toLowerCase());
 }
 
@@ -52,7 +52,7 @@ export const resolvers: Resolvers = {
     plugins: (_parent, args, ctx) => {
       const auth = requireReader(ctx.auth);
       return keysetPage(ctx, `Query.plugins:${auth.tenantId}:`, args, anyKey, (limit, after) =>
-        withTenant(ctx.db, auth, (tx) => store.listPlugins(tx, limit, after)),
+        tenantRead(ctx, (tx) => store.listPlugins(tx, limit, after)),
       );
     },
   },
@@ -80,7 +80,7 @@ export const resolvers: Resolvers = {
     releases: (p, args, ctx) => {
       const auth = requireReader(ctx.auth);
       return keysetPage(ctx, `Plugin.releases:${auth.tenantId}:${p.id}`, args, timeKey, (limit, after) =>
-        withTenant(ctx.db, auth, (tx) => store.listReleases(tx, p, limit, after)),
+        tenantRead(ctx, (tx) => store.listReleases(tx, p, limit, after)),
       );
     },
   },

@@ -1,16 +1,17 @@
 /**
  * Resolvers of schemas/coordination.graphql, typed by the generated resolver types (src/generated/resolvers.ts).
- * Reads run in withTenant, writes in idempotentMutation; RLS scopes both to the caller's tenant.
+ * Reads run in tenantRead (one shared transaction per turn of a request), writes in idempotentMutation; RLS scopes both to the caller's tenant.
  */
 import {
   DateTimeScalar,
   badInput,
   idempotentMutation,
+  loaderFor,
   notFound,
   pageRequest,
   requireAuth,
   toConnection,
-  withTenant,
+  tenantRead,
   type SortKey,
   type SubgraphContext,
 } from '@agentgraph/runtime';
@@ -22,7 +23,7 @@ import {
   insertRoom,
   lastSeqOf,
   messageById,
-  messagesAfter,
+  messagesAfterForRooms,
   messagesBefore,
   roomsById,
   roomsPage,
@@ -35,12 +36,12 @@ const DEFAULT_PAGE_SIZE = 20;
 const roomCache = new WeakMap<SubgraphContext, Map<string, Promise<RoomModel | null>>>();
 
 function loadRoom(ctx: SubgraphContext, id: string): Promise<RoomModel | null> {
-  const auth = requireAuth(ctx.auth);
+  requireAuth(ctx.auth);
   let cache = roomCache.get(ctx);
   if (!cache) roomCache.set(ctx, (cache = new Map()));
   let hit = cache.get(id);
   if (!hit) {
-    hit = withTenant(ctx.db, auth, (tx) => roomsById(tx, [id])).then((m) => m.get(id) ?? null);
+    hit = tenantRead(ctx, (tx) => roomsById(tx, [id])).then((m) => m.get(id) ?? null);
     cache.set(id, hit);
   }
   return hit;
@@ -78,9 +79,9 @@ export const resolvers: Resolvers = {
 
   Query: {
     async room(_parent, args, ctx) {
-      const auth = requireAuth(ctx.auth);
+      requireAuth(ctx.auth);
       const id = parseArg(Id, args.id, 'id');
-      return withTenant(ctx.db, auth, async (tx) => (await roomsById(tx, [id])).get(id) ?? null);
+      return tenantRead(ctx, async (tx) => (await roomsById(tx, [id])).get(id) ?? null);
     },
 
     async rooms(_parent, args, ctx) {
@@ -91,7 +92,7 @@ export const resolvers: Resolvers = {
         defaultPageSize: DEFAULT_PAGE_SIZE,
       });
       const from = req.from ? roomKey(req.from) : null;
-      const rows = await withTenant(ctx.db, auth, (tx) => roomsPage(tx, from, req.limit));
+      const rows = await tenantRead(ctx, (tx) => roomsPage(tx, from, req.limit));
       const conn = toConnection(ctx.cursors, scope, req, rows, (r) => r.key);
       return {
         ...conn,
@@ -135,7 +136,7 @@ export const resolvers: Resolvers = {
         const auth = requireAuth(ctx.auth);
         const roomId = parseArg(Id, args.roomId, 'roomId');
         const requested = args.afterSeq == null ? null : parseArg(AfterSeq, args.afterSeq, 'afterSeq');
-        const lastSeq = await withTenant(ctx.db, auth, (tx) => lastSeqOf(tx, roomId));
+        const lastSeq = await tenantRead(ctx, (tx) => lastSeqOf(tx, roomId));
         if (lastSeq === null) throw notFound(`Room ${roomId}`);
         if (requested !== null && requested > lastSeq) {
           throw badInput(
@@ -173,11 +174,13 @@ export const resolvers: Resolvers = {
       });
       const argument = req.direction === 'forward' ? 'after' : 'before';
       const from = req.from ? seqKey(req.from, argument) : null;
-      const rows = await withTenant(ctx.db, auth, (tx) =>
+      // Forward pages of sibling rooms asking for the same page are read together (one statement per request).
+      const rows =
         req.direction === 'forward'
-          ? messagesAfter(tx, room.id, from ?? 0, req.limit + 1)
-          : messagesBefore(tx, room.id, from, req.limit + 1),
-      );
+          ? ((await loaderFor(ctx, `Room.messages:${from ?? 0}:${req.limit + 1}`, (ids: readonly string[]) =>
+              tenantRead(ctx, (tx) => messagesAfterForRooms(tx, ids, from ?? 0, req.limit + 1)),
+            ).load(room.id)) ?? [])
+          : await tenantRead(ctx, (tx) => messagesBefore(tx, room.id, from, req.limit + 1));
       return toConnection(ctx.cursors, scope, req, rows, (m) => [m.seq]);
     },
   },
@@ -185,8 +188,7 @@ export const resolvers: Resolvers = {
   Message: {
     async __resolveReference(ref, ctx) {
       if (!ctx.auth || !isId(ref.id)) return null;
-      const auth = ctx.auth;
-      return withTenant(ctx.db, auth, (tx) => messageById(tx, ref.id));
+      return tenantRead(ctx, (tx) => messageById(tx, ref.id));
     },
     async room(message, _args, ctx) {
       const room = await loadRoom(ctx, message.roomId);

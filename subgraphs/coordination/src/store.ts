@@ -126,6 +126,31 @@ export async function messagesAfter(
   return r.rows.map(toMessage);
 }
 
+/**
+ * The first page after `afterSeq` of several rooms in one statement (a LATERAL join per room), so a query that
+ * lists rooms with their messages costs one read, not one per room. Every requested room has an entry.
+ */
+export async function messagesAfterForRooms(
+  tx: Queryable,
+  roomIds: readonly string[],
+  afterSeq: number,
+  limit: number,
+): Promise<Map<string, MessageModel[]>> {
+  const r = await tx.query<MessageRow>(
+    `SELECT m.* FROM unnest($1::uuid[]) AS r(id)
+       CROSS JOIN LATERAL (
+         SELECT ${MESSAGE_COLUMNS} FROM coordination.messages
+          WHERE room_id = r.id AND seq > $2 ORDER BY seq ASC LIMIT $3) m`,
+    [roomIds, afterSeq, limit],
+  );
+  const byRoom = new Map<string, MessageModel[]>(roomIds.map((id) => [id, []]));
+  for (const row of r.rows) {
+    const m = toMessage(row);
+    byRoom.get(m.roomId)?.push(m);
+  }
+  return byRoom;
+}
+
 /** Messages with seq < beforeSeq (or the newest when null), newest first, at most `limit`. */
 export async function messagesBefore(
   tx: Queryable,

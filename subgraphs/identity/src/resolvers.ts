@@ -1,5 +1,5 @@
 /**
- * Resolvers of schemas/identity.graphql, typed by the generated Resolvers. Reads run in withTenant, writes in
+ * Resolvers of schemas/identity.graphql, typed by the generated Resolvers. Reads run in tenantRead (one shared transaction per turn of a request), writes in
  * idempotentMutation; both go through Row-Level Security, so another tenant's rows are simply not there.
  * Writes also re-check the caller's membership and role in the database (a token's role claim may be up to
  * 15 minutes old).
@@ -14,7 +14,7 @@ import {
   pageRequest,
   requireAuth,
   toConnection,
-  withTenant,
+  tenantRead,
   type AuthContext,
   type Connection,
   type PageArgs,
@@ -69,19 +69,19 @@ function ownTenant(auth: AuthContext, tenant: TenantModel): string {
 
 /** By id within the caller's tenant, batched per request (one query for all of `_entities` or a page). */
 function deviceById(ctx: SubgraphContext, id: string): Promise<DeviceModel | null> {
-  const auth = requireAuth(ctx.auth);
+  requireAuth(ctx.auth);
   if (!isUuid(id)) return Promise.resolve(null);
   return loaderFor(ctx, 'identity.deviceById', (ids: readonly string[]) =>
-    withTenant(ctx.db, auth, (tx) => store.findDevices(tx, ids)),
+    tenantRead(ctx, (tx) => store.findDevices(tx, ids)),
   ).load(id.toLowerCase());
 }
 
 /** Users the caller may see (members of their tenant, and themself), batched per request. */
 function userById(ctx: SubgraphContext, id: string): Promise<UserModel | null> {
-  const auth = requireAuth(ctx.auth);
+  requireAuth(ctx.auth);
   if (!isUuid(id)) return Promise.resolve(null);
   return loaderFor(ctx, 'identity.userById', (ids: readonly string[]) =>
-    withTenant(ctx.db, auth, (tx) => store.findUsers(tx, ids)),
+    tenantRead(ctx, (tx) => store.findUsers(tx, ids)),
   ).load(id.toLowerCase());
 }
 
@@ -93,7 +93,7 @@ export const resolvers: Resolvers = {
     viewer: async (_parent, _args, ctx) => {
       const auth = requireAuth(ctx.auth);
       const userId = userIdOf(auth);
-      const viewer = await withTenant(ctx.db, auth, (tx) => store.viewer(tx, userId));
+      const viewer = await tenantRead(ctx, (tx) => store.viewer(tx, userId));
       if (!viewer) {
         throw new AppError(
           'FORBIDDEN',
@@ -133,20 +133,20 @@ export const resolvers: Resolvers = {
     __resolveReference: async (ref, ctx) => {
       const auth = requireAuth(ctx.auth);
       if (!isUuid(ref.id) || ref.id.toLowerCase() !== auth.tenantId.toLowerCase()) return null;
-      return withTenant(ctx.db, auth, (tx) => store.findTenant(tx, auth.tenantId));
+      return tenantRead(ctx, (tx) => store.findTenant(tx, auth.tenantId));
     },
     members: (tenant, args, ctx) => {
       const auth = requireAuth(ctx.auth);
       const tenantId = ownTenant(auth, tenant);
       return timePage(ctx, `Tenant.members:${tenantId}:${tenantId}`, args, (limit, after) =>
-        withTenant(ctx.db, auth, (tx) => store.listMembers(tx, tenantId, limit, after)),
+        tenantRead(ctx, (tx) => store.listMembers(tx, tenantId, limit, after)),
       );
     },
     devices: (tenant, args, ctx) => {
       const auth = requireAuth(ctx.auth);
       const tenantId = ownTenant(auth, tenant);
       return timePage(ctx, `Tenant.devices:${tenantId}:${tenantId}`, args, (limit, after) =>
-        withTenant(ctx.db, auth, (tx) => store.listDevices(tx, tenantId, limit, after)),
+        tenantRead(ctx, (tx) => store.listDevices(tx, tenantId, limit, after)),
       );
     },
   },

@@ -1,5 +1,5 @@
 /**
- * Resolvers of schemas/memory.graphql, typed by the generated Resolvers. Reads run in withTenant, writes in
+ * Resolvers of schemas/memory.graphql, typed by the generated Resolvers. Reads run in tenantRead (one shared transaction per turn of a request), writes in
  * idempotentMutation; both go through Row-Level Security, so another tenant's rows are simply not there.
  */
 import {
@@ -7,7 +7,7 @@ import {
   DateTimeScalar,
   idempotentMutation,
   loaderFor,
-  withTenant,
+  tenantRead,
   type SubgraphContext,
 } from '@agentgraph/runtime';
 import type { Resolvers } from './generated/resolvers.js';
@@ -30,18 +30,18 @@ const user = (id: string) => ({ __typename: 'User' as const, id });
  * cannot exist, so it is null like an unknown one or another tenant's.
  */
 async function workspaceById(ctx: SubgraphContext, id: unknown): Promise<WorkspaceModel | null> {
-  const auth = requireReader(ctx.auth);
+  requireReader(ctx.auth);
   if (!isUuid(id)) return null;
   return loaderFor(ctx, 'memory.workspaceById', (ids: readonly string[]) =>
-    withTenant(ctx.db, auth, (tx) => store.findWorkspaces(tx, ids)),
+    tenantRead(ctx, (tx) => store.findWorkspaces(tx, ids)),
   ).load(id.toLowerCase());
 }
 
 async function recordById(ctx: SubgraphContext, id: unknown): Promise<MemoryRecordModel | null> {
-  const auth = requireReader(ctx.auth);
+  requireReader(ctx.auth);
   if (!isUuid(id)) return null;
   return loaderFor(ctx, 'memory.recordById', (ids: readonly string[]) =>
-    withTenant(ctx.db, auth, (tx) => store.findRecords(tx, ids)),
+    tenantRead(ctx, (tx) => store.findRecords(tx, ids)),
   ).load(id.toLowerCase());
 }
 
@@ -54,7 +54,7 @@ export const resolvers: Resolvers = {
     workspaces: (_parent, args, ctx) => {
       const auth = requireReader(ctx.auth);
       return timeKeysetPage(ctx, `Query.workspaces:${auth.tenantId}:`, args, (limit, after) =>
-        withTenant(ctx.db, auth, (tx) => store.listWorkspaces(tx, limit, after)),
+        tenantRead(ctx, (tx) => store.listWorkspaces(tx, limit, after)),
       );
     },
   },
@@ -90,7 +90,7 @@ export const resolvers: Resolvers = {
     records: (w, args, ctx) => {
       const auth = requireReader(ctx.auth);
       return timeKeysetPage(ctx, `Workspace.records:${auth.tenantId}:${w.id}`, args, (limit, after) =>
-        withTenant(ctx.db, auth, (tx) => store.listRecords(tx, w, limit, after)),
+        tenantRead(ctx, (tx) => store.listRecords(tx, w, limit, after)),
       );
     },
   },
