@@ -10,7 +10,8 @@
  * Options: --connections 32 --warmup 3 --duration 10 --targets direct,ours,stock,stock-keepalive,hive
  * See bench/README.md for what the numbers mean and their caveats.
  */
-import { mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { canonical, postGraphQL, waitForGraphQL } from './lib/http.js';
@@ -29,6 +30,7 @@ import {
 import { machineInfo, table, writeResults, type TargetResult } from './lib/report.js';
 import type { LoadJob, LoadResult } from './procs/load.js';
 import type { SubgraphsReady } from './procs/subgraphs.js';
+import { provisionTestDatabase, type TestDatabase } from '../../test/src/database.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -41,6 +43,7 @@ const { values: args } = parseArgs({
     'log-level': { type: 'string', default: 'info' },
     priority: { type: 'string', default: '-10' },
     rounds: { type: 'string', default: '1' },
+    database: { type: 'string' },
   },
 });
 
@@ -86,8 +89,42 @@ function mainThreadProfile(name: string): string {
   return join(dir, main[0]!);
 }
 
+// ---- the subgraphs' database ------------------------------------------------------------------------------------
+/**
+ * PostgreSQL by default where a server can be had (DATABASE_URL, or a private cluster from scripts/pg-cluster.sh
+ * when Debian's binaries are installed): the subgraphs' statements then run in PostgreSQL's own processes, as in
+ * production, instead of in the subgraphs' event loop as with the embedded PGlite (WASM), which makes the subgraphs,
+ * not the gateways, the bottleneck. `--database pglite` measures the embedded default.
+ */
+const PG_INITDB = '/usr/lib/postgresql/15/bin/initdb';
+const DATABASE =
+  args.database ?? (process.env['DATABASE_URL'] || existsSync(PG_INITDB) ? 'postgres' : 'pglite');
+if (DATABASE !== 'pglite' && DATABASE !== 'postgres') throw new Error('--database must be pglite or postgres');
+let clusterDir: string | null = null;
+let testDb: TestDatabase | null = null;
+
+async function databaseEnv(): Promise<Record<string, string>> {
+  if (DATABASE === 'pglite') return { DATA_DIR: 'memory://' };
+  let url = process.env['DATABASE_URL'];
+  if (!url) {
+    const out = execFileSync('bash', [join(REPO_ROOT, 'scripts/pg-cluster.sh'), 'start'], { encoding: 'utf8' });
+    url = /DATABASE_URL=(\S+)/.exec(out)?.[1];
+    clusterDir = /PG_CLUSTER_DIR=(\S+)/.exec(out)?.[1] ?? null;
+    if (!url) throw new Error(`scripts/pg-cluster.sh start printed no DATABASE_URL: ${out}`);
+    log(`started a private PostgreSQL cluster (${clusterDir})`);
+  }
+  testDb = await provisionTestDatabase({ DATABASE_URL: url });
+  return testDb.env;
+}
+
 async function cleanup() {
   await Promise.all(children.map((c) => c.stop(20_000).catch(() => undefined)));
+  await testDb?.drop().catch(() => undefined);
+  testDb = null;
+  if (clusterDir) {
+    execFileSync('bash', [join(REPO_ROOT, 'scripts/pg-cluster.sh'), 'stop', clusterDir], { stdio: 'ignore' });
+    clusterDir = null;
+  }
 }
 process.once('SIGINT', () => {
   void cleanup().finally(() => process.exit(130));
@@ -111,7 +148,8 @@ interface Target {
   callers: 'distinct' | 'shared';
 }
 
-const env = (extra: Record<string, string>) => ({ LOG_LEVEL: args['log-level']!, ...extra });
+// NODE_ENV=production for every process alike (graphql-js skips its development-only instanceof checks).
+const env = (extra: Record<string, string>) => ({ NODE_ENV: 'production', LOG_LEVEL: args['log-level']!, ...extra });
 
 function gatewayTargets(sg: SubgraphsReady, sdlFile: string): Target[] {
   const subgraphEnv = Object.fromEntries(
@@ -515,7 +553,7 @@ async function startSubgraphs(
     name: 'subgraphs',
     entry: join(BENCH_SRC, 'procs/subgraphs.ts'),
     env: env({
-      DATA_DIR: 'memory://',
+      ...(await databaseEnv()),
       HOST: '127.0.0.1',
       IDENTITY_PORT: String(ports[0]),
       MEMORY_PORT: String(ports[1]),
@@ -716,6 +754,7 @@ async function main() {
       warmupSeconds: WARMUP,
       durationSeconds: DURATION,
       rounds: ROUNDS,
+      database: DATABASE,
       query: MODE === 'subgraph-servers' ? DIRECT_QUERY : GATEWAY_QUERY,
       directQuery: DIRECT_QUERY,
       seed: ready.seed,
@@ -749,7 +788,10 @@ async function main() {
 }
 
 main().then(
-  () => process.exit(0),
+  async () => {
+    await cleanup();
+    process.exit(0);
+  },
   async (err) => {
     console.error(err);
     await cleanup();

@@ -28,11 +28,5 @@ export async function withTenant<T>(
   auth: AuthContext,
   fn: (tx: Queryable) => Promise<T>,
 ): Promise<T> {
-  return db.transaction(async (tx) => {
-    await tx.query(
-      "SELECT set_config('app.tenant_id', $1, true), set_config('app.principal_id', $2, true)",
-      [auth.tenantId, auth.principalId],
-    );
-    return fn(tx);
-  });
+  return db.transaction(fn, { 'app.tenant_id': auth.tenantId, 'app.principal_id': auth.principalId });
 }

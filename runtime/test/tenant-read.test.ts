@@ -15,9 +15,9 @@ describe.each(drivers)('tenantRead on %s', (driver) => {
     const inner = t.db;
     db = {
       ...inner,
-      transaction: (fn) => {
+      transaction: (fn, settings) => {
         transactions++;
-        return inner.transaction(fn);
+        return inner.transaction(fn, settings);
       },
     };
   });

@@ -8,7 +8,13 @@
  */
 import { randomUUID } from 'node:crypto';
 import { bootstrapTenant, issueAccessToken } from '@agentgraph/identity';
-import { createLogger, loadConfig, type Database, type Queryable } from '@agentgraph/runtime';
+import {
+  createLogger,
+  loadConfig,
+  type Database,
+  type Queryable,
+  type TransactionSettings,
+} from '@agentgraph/runtime';
 import { startPlatform } from '../../../gateway/src/platform.js';
 import { postGraphQL } from '../lib/http.js';
 import { startCoordinationServers, type ServerVariant } from './coordination-servers.js';
@@ -56,16 +62,19 @@ const countSql = (sql: string) => {
     countSql(sql);
     return query(sql, params);
   }) as Database['query'];
-  mutable.transaction = ((fn: (tx: Queryable) => Promise<unknown>) => {
+  mutable.transaction = ((fn: (tx: Queryable) => Promise<unknown>, settings?: TransactionSettings) => {
     dbCounts.transactions++;
-    dbCounts.statements += 2;
-    return transaction((tx) =>
-      fn({
-        query: ((sql: string, params?: unknown[]) => {
-          countSql(sql);
-          return tx.query(sql, params);
-        }) as Queryable['query'],
-      }),
+    // BEGIN (with the settings in the same round trip on PostgreSQL) and COMMIT.
+    dbCounts.statements += settings && db.driver === 'pglite' ? 3 : 2;
+    return transaction(
+      (tx) =>
+        fn({
+          query: ((sql: string, params?: unknown[]) => {
+            countSql(sql);
+            return tx.query(sql, params);
+          }) as Queryable['query'],
+        }),
+      settings,
     );
   }) as Database['transaction'];
 }

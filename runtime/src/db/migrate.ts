@@ -50,7 +50,9 @@ function codeOnly(sql: string): string {
 }
 
 export function readMigrations(set: MigrationSet): Migration[] {
-  const files = readdirSync(set.dir).filter((f) => f.endsWith('.sql')).sort();
+  const files = readdirSync(set.dir)
+    .filter((f) => f.endsWith('.sql'))
+    .sort();
   const seen = new Set<number>();
   const migrations = files.map((file) => {
     const m = FILE.exec(file);
@@ -197,9 +199,6 @@ export function splitStatements(sql: string): string[] {
   return out;
 }
 
-async function execScript(
-  tx: { query: DatabaseHandle['owner']['query'] },
-  sql: string,
-): Promise<void> {
+async function execScript(tx: { query: DatabaseHandle['owner']['query'] }, sql: string): Promise<void> {
   for (const stmt of splitStatements(sql)) await tx.query(stmt);
 }

@@ -6,7 +6,7 @@ import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import type { Database, DatabaseHandle, Queryable, QueryResult } from './types.js';
-import { assertChannel } from './types.js';
+import { assertChannel, assertSettingNames } from './types.js';
 
 function wrap(q: { query: PGlite['query'] }): Queryable {
   return {
@@ -70,7 +70,18 @@ export async function openPglite(dataDir: string | null, appRole: string): Promi
     unlock();
   };
   const base = wrap(pg);
-  const transaction: Database['transaction'] = (fn) => pg.transaction((tx) => fn(wrap(tx)));
+  const transaction: Database['transaction'] = (fn, settings) =>
+    pg.transaction(async (tx) => {
+      if (settings) {
+        assertSettingNames(settings);
+        const names = Object.keys(settings);
+        await tx.query(
+          `SELECT ${names.map((n, i) => `set_config('${n}', $${i + 1}, true)`).join(', ')}`,
+          Object.values(settings),
+        );
+      }
+      return fn(wrap(tx));
+    });
   let app: Database | null = null;
   return {
     owner: { ...base, transaction },

@@ -5,7 +5,7 @@
  */
 import pg from 'pg';
 import type { Database, DatabaseHandle, NotificationHandler, Queryable, QueryResult } from './types.js';
-import { assertChannel } from './types.js';
+import { assertChannel, assertSettingNames } from './types.js';
 
 function wrap(q: { query: pg.Pool['query'] } | pg.PoolClient): Queryable {
   return {
@@ -17,10 +17,19 @@ function wrap(q: { query: pg.Pool['query'] } | pg.PoolClient): Queryable {
 }
 
 function transactionOn(pool: pg.Pool): Database['transaction'] {
-  return async (fn) => {
+  return async (fn, settings) => {
     const client = await pool.connect();
     try {
-      await client.query('BEGIN');
+      if (settings) {
+        // One round trip for BEGIN and the settings: a simple-protocol script, so the values are escaped literals.
+        assertSettingNames(settings);
+        const sets = Object.entries(settings).map(
+          ([n, v]) => `set_config('${n}', ${client.escapeLiteral(v)}, true)`,
+        );
+        await client.query(`BEGIN; SELECT ${sets.join(', ')}`);
+      } else {
+        await client.query('BEGIN');
+      }
       const result = await fn(wrap(client));
       await client.query('COMMIT');
       return result;
@@ -116,11 +125,7 @@ class Listener {
   }
 }
 
-export async function openPostgres(
-  url: string,
-  poolSize: number,
-  appRole: string,
-): Promise<DatabaseHandle> {
+export async function openPostgres(url: string, poolSize: number, appRole: string): Promise<DatabaseHandle> {
   const ownerPool = new pg.Pool({ connectionString: url, max: 2 });
   ownerPool.on('error', () => undefined);
   let appDb: Database | null = null;

@@ -9,12 +9,27 @@ export interface Queryable {
   query<Row = Record<string, unknown>>(sql: string, params?: unknown[]): Promise<QueryResult<Row>>;
 }
 
+/** Names like `app.tenant_id` (checked), values any text. */
+export type TransactionSettings = Readonly<Record<string, string>>;
+
+export const SETTING_NAME = /^[a-z_]+\.[a-z_]+$/;
+
+export function assertSettingNames(settings: TransactionSettings): void {
+  for (const name of Object.keys(settings)) {
+    if (!SETTING_NAME.test(name)) throw new Error(`Invalid transaction setting name: ${name}`);
+  }
+}
+
 export type NotificationHandler = (payload: string) => void;
 
 export interface Database extends Queryable {
   readonly driver: 'pglite' | 'postgres';
-  /** Runs fn in one transaction (READ COMMITTED); commits if it resolves, rolls back if it throws. */
-  transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
+  /**
+   * Runs fn in one transaction (READ COMMITTED); commits if it resolves, rolls back if it throws. `settings` are
+   * transaction-local configuration values (set_config(name, value, true)) in force before fn runs; the server
+   * driver sends them with BEGIN in one round trip.
+   */
+  transaction<T>(fn: (tx: Queryable) => Promise<T>, settings?: TransactionSettings): Promise<T>;
   /**
    * Subscribes to NOTIFY on a channel. `onReconnect` runs after a lost listener connection is back, so callers
    * can re-read what they may have missed. Resolves to an unsubscribe function.

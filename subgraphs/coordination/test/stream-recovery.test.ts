@@ -45,9 +45,9 @@ function controlled() {
   let reads = 0;
   const wrapped: Database = {
     ...db,
-    transaction(fn) {
+    transaction(fn, settings) {
       reads++;
-      return db.transaction(fn);
+      return db.transaction(fn, settings);
     },
     async listen(channel, onNotify, onReconnect) {
       expect(channel).toBe(MESSAGES_CHANNEL);
