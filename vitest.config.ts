@@ -11,7 +11,13 @@ export default defineConfig({
     alias: [{ find: /^graphql$/, replacement: require.resolve('graphql') }],
   },
   test: {
-    include: ['runtime/test/**/*.test.ts', 'subgraphs/*/test/**/*.test.ts', 'gateway/test/**/*.test.ts', 'codegen/test/**/*.test.ts', 'test/e2e/**/*.test.ts'],
+    include: [
+      'runtime/test/**/*.test.ts',
+      'subgraphs/*/test/**/*.test.ts',
+      'gateway/test/**/*.test.ts',
+      'codegen/test/**/*.test.ts',
+      'test/e2e/**/*.test.ts',
+    ],
     testTimeout: 60_000,
     hookTimeout: 120_000,
     pool: 'forks',

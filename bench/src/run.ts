@@ -99,7 +99,8 @@ function mainThreadProfile(name: string): string {
 const PG_INITDB = '/usr/lib/postgresql/15/bin/initdb';
 const DATABASE =
   args.database ?? (process.env['DATABASE_URL'] || existsSync(PG_INITDB) ? 'postgres' : 'pglite');
-if (DATABASE !== 'pglite' && DATABASE !== 'postgres') throw new Error('--database must be pglite or postgres');
+if (DATABASE !== 'pglite' && DATABASE !== 'postgres')
+  throw new Error('--database must be pglite or postgres');
 let clusterDir: string | null = null;
 let testDb: TestDatabase | null = null;
 
@@ -107,7 +108,9 @@ async function databaseEnv(): Promise<Record<string, string>> {
   if (DATABASE === 'pglite') return { DATA_DIR: 'memory://' };
   let url = process.env['DATABASE_URL'];
   if (!url) {
-    const out = execFileSync('bash', [join(REPO_ROOT, 'scripts/pg-cluster.sh'), 'start'], { encoding: 'utf8' });
+    const out = execFileSync('bash', [join(REPO_ROOT, 'scripts/pg-cluster.sh'), 'start'], {
+      encoding: 'utf8',
+    });
     url = /DATABASE_URL=(\S+)/.exec(out)?.[1];
     clusterDir = /PG_CLUSTER_DIR=(\S+)/.exec(out)?.[1] ?? null;
     if (!url) throw new Error(`scripts/pg-cluster.sh start printed no DATABASE_URL: ${out}`);
@@ -149,7 +152,11 @@ interface Target {
 }
 
 // NODE_ENV=production for every process alike (graphql-js skips its development-only instanceof checks).
-const env = (extra: Record<string, string>) => ({ NODE_ENV: 'production', LOG_LEVEL: args['log-level']!, ...extra });
+const env = (extra: Record<string, string>) => ({
+  NODE_ENV: 'production',
+  LOG_LEVEL: args['log-level']!,
+  ...extra,
+});
 
 function gatewayTargets(sg: SubgraphsReady, sdlFile: string): Target[] {
   const subgraphEnv = Object.fromEntries(

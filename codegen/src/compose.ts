@@ -20,9 +20,7 @@ const SupergraphConfig = z.object({
 });
 
 const HintAllowlist = z.object({
-  allow: z
-    .array(z.object({ code: z.string(), match: z.string(), reason: z.string().min(10) }))
-    .default([]),
+  allow: z.array(z.object({ code: z.string(), match: z.string(), reason: z.string().min(10) })).default([]),
 });
 
 export interface SubgraphSource {

@@ -73,7 +73,7 @@ export function createTokenVerifier(opts: TokenVerifierOptions): TokenVerifier {
       if (KEYS_UNAVAILABLE.has(code) || (err instanceof TypeError && /fetch/i.test(err.message))) {
         throw new AppError(
           'SERVICE_UNAVAILABLE',
-          'The token could not be checked because the identity service\'s keys are unreachable. Retry shortly.',
+          "The token could not be checked because the identity service's keys are unreachable. Retry shortly.",
           { retryAfterMs: 1000 },
         );
       }

@@ -10,9 +10,7 @@ import { z } from 'zod';
 export const SUBGRAPH_NAMES = ['identity', 'memory', 'coordination', 'catalog'] as const;
 export type SubgraphName = (typeof SUBGRAPH_NAMES)[number];
 
-const bool = z
-  .enum(['true', 'false', '1', '0'])
-  .transform((v) => v === 'true' || v === '1');
+const bool = z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1');
 const port = z.coerce.number().int().min(0).max(65535);
 const positive = z.coerce.number().int().positive();
 
@@ -64,8 +62,7 @@ const EnvSchema = z.object({
 export interface Config {
   mode: 'development' | 'production';
   database:
-    | { driver: 'pglite'; dataDir: string | null }
-    | { driver: 'postgres'; url: string; poolSize: number };
+    { driver: 'pglite'; dataDir: string | null } | { driver: 'postgres'; url: string; poolSize: number };
   appRole: string;
   dataDir: string;
   host: string;
@@ -116,9 +113,7 @@ function devSecret(dataDir: string, name: string): string {
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const parsed = EnvSchema.safeParse(env);
   if (!parsed.success) {
-    const lines = parsed.error.issues.map(
-      (i) => `  ${i.path.join('.') || '(environment)'}: ${i.message}`,
-    );
+    const lines = parsed.error.issues.map((i) => `  ${i.path.join('.') || '(environment)'}: ${i.message}`);
     throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
   }
   const e = parsed.data;
@@ -141,7 +136,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     catalog: e.CATALOG_PORT,
   };
   const urlFor = (name: SubgraphName): string =>
-    e[`SUBGRAPH_${name.toUpperCase()}_URL` as keyof typeof e] as string | undefined ??
+    (e[`SUBGRAPH_${name.toUpperCase()}_URL` as keyof typeof e] as string | undefined) ??
     `http://${e.HOST}:${subgraphPorts[name]}/graphql`;
   const subgraphUrls = Object.fromEntries(SUBGRAPH_NAMES.map((n) => [n, urlFor(n)])) as Record<
     SubgraphName,
@@ -162,7 +157,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logLevel: e.LOG_LEVEL,
     cursorSecret:
       e.CURSOR_SECRET ??
-      (e.DATA_DIR === 'memory://' ? randomBytes(32).toString('base64url') : devSecret(dataDir, 'cursor-secret')),
+      (e.DATA_DIR === 'memory://'
+        ? randomBytes(32).toString('base64url')
+        : devSecret(dataDir, 'cursor-secret')),
     tokenIssuer: e.TOKEN_ISSUER ?? identityOrigin,
     tokenAudience: e.TOKEN_AUDIENCE,
     jwksUrl: e.JWKS_URL ?? `${identityOrigin}/.well-known/jwks.json`,

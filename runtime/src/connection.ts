@@ -39,7 +39,12 @@ export class CursorCodec {
   }
 
   private mac(scope: string, body: string): Buffer {
-    return createHmac('sha256', this.key).update(scope).update('\u0000').update(body).digest().subarray(0, 16);
+    return createHmac('sha256', this.key)
+      .update(scope)
+      .update('\u0000')
+      .update(body)
+      .digest()
+      .subarray(0, 16);
   }
 
   encode(scope: string, key: SortKey): string {
@@ -88,10 +93,13 @@ export function pageRequest(
   const { first, after, last, before } = args;
   const check = (name: string, n: number) => {
     if (!Number.isInteger(n) || n < 0 || n > opts.maxPageSize) {
-      throw badInput(`"${name}" must be between 0 and ${opts.maxPageSize}; page through larger lists with cursors.`, {
-        argument: name,
-        maxPageSize: opts.maxPageSize,
-      });
+      throw badInput(
+        `"${name}" must be between 0 and ${opts.maxPageSize}; page through larger lists with cursors.`,
+        {
+          argument: name,
+          maxPageSize: opts.maxPageSize,
+        },
+      );
     }
   };
   if (last != null || before != null) {

@@ -71,5 +71,7 @@ export const GRAPHQL_RESPONSE_JSON = 'application/graphql-response+json; charset
 
 function graphqlContentType(res: ServerResponse): string {
   const accept = (res.req?.headers.accept ?? '').toLowerCase();
-  return accept.includes('application/graphql-response+json') ? GRAPHQL_RESPONSE_JSON : 'application/json; charset=utf-8';
+  return accept.includes('application/graphql-response+json')
+    ? GRAPHQL_RESPONSE_JSON
+    : 'application/json; charset=utf-8';
 }

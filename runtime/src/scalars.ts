@@ -3,8 +3,14 @@ import { GraphQLScalarType, Kind } from 'graphql';
 import { badInput } from './errors.js';
 
 function toIso(value: unknown): string {
-  const d = value instanceof Date ? value : typeof value === 'string' || typeof value === 'number' ? new Date(value) : null;
-  if (!d || Number.isNaN(d.getTime())) throw badInput('DateTime must be an ISO-8601 timestamp, e.g. 2026-11-29T13:00:00Z.');
+  const d =
+    value instanceof Date
+      ? value
+      : typeof value === 'string' || typeof value === 'number'
+        ? new Date(value)
+        : null;
+  if (!d || Number.isNaN(d.getTime()))
+    throw badInput('DateTime must be an ISO-8601 timestamp, e.g. 2026-11-29T13:00:00Z.');
   return d.toISOString();
 }
 
@@ -12,7 +18,12 @@ export const DateTimeScalar = new GraphQLScalarType({
   name: 'DateTime',
   description: 'An ISO-8601 UTC timestamp, e.g. 2026-11-29T13:00:00.000Z.',
   serialize: toIso,
-  parseValue: (v) => (typeof v === 'string' ? new Date(toIso(v)) : (() => { throw badInput('DateTime must be a string.'); })()),
+  parseValue: (v) =>
+    typeof v === 'string'
+      ? new Date(toIso(v))
+      : (() => {
+          throw badInput('DateTime must be a string.');
+        })(),
   parseLiteral: (ast) => {
     if (ast.kind !== Kind.STRING) throw badInput('DateTime must be a string.');
     return new Date(toIso(ast.value));

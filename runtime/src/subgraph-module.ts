@@ -12,7 +12,12 @@ import { openDatabase } from './db/open.js';
 import type { MigrationSet } from './db/migrate.js';
 import type { Database } from './db/types.js';
 import { createLogger, type Logger } from './log.js';
-import { createSubgraphServer, type RouteHandler, type RunningServer, type SubgraphContext } from './subgraph-server.js';
+import {
+  createSubgraphServer,
+  type RouteHandler,
+  type RunningServer,
+  type SubgraphContext,
+} from './subgraph-server.js';
 
 export interface SubgraphDeps {
   config: Config;

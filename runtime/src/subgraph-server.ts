@@ -121,10 +121,7 @@ export function createSubgraphServer(opts: SubgraphServerOptions): {
     const errors = validate(schema, document, rules);
     prepared = errors.length
       ? {
-          error: new AppError(
-            'GRAPHQL_VALIDATION_FAILED',
-            errors.map((e) => e.message).join(' '),
-          ),
+          error: new AppError('GRAPHQL_VALIDATION_FAILED', errors.map((e) => e.message).join(' ')),
         }
       : { document };
     documents.set(query, prepared);
@@ -153,7 +150,10 @@ export function createSubgraphServer(opts: SubgraphServerOptions): {
     }
     const body = GraphQLRequest.safeParse(parseJsonBody(await readBody(req, config.limits.maxBodyBytes)));
     if (!body.success) {
-      throw new AppError('BAD_USER_INPUT', 'The request must be {"query": string, "variables"?: object, "operationName"?: string}.');
+      throw new AppError(
+        'BAD_USER_INPUT',
+        'The request must be {"query": string, "variables"?: object, "operationName"?: string}.',
+      );
     }
     const { query, variables, operationName } = body.data;
     const prepared = prepare(query);
@@ -175,7 +175,8 @@ export function createSubgraphServer(opts: SubgraphServerOptions): {
       throw new AppError('BAD_USER_INPUT', first?.message ?? 'The request could not be executed.');
     }
     const out: Record<string, unknown> = { data: result.data };
-    if (result.errors?.length) out['errors'] = result.errors.map((e) => formatError(e, ctx.log, correlationId));
+    if (result.errors?.length)
+      out['errors'] = result.errors.map((e) => formatError(e, ctx.log, correlationId));
     const extensions = { ...result.extensions, ...ctx.responseExtensions };
     if (Object.keys(extensions).length) out['extensions'] = extensions;
     const accept = (req.headers.accept ?? '').toLowerCase();
@@ -207,7 +208,8 @@ export function createSubgraphServer(opts: SubgraphServerOptions): {
       };
       if (res.closed) gone();
       else res.once('close', gone);
-      return (await contextFor(raw, correlationId, abort.signal)) as SubgraphContext & Record<PropertyKey, unknown>;
+      return (await contextFor(raw, correlationId, abort.signal)) as SubgraphContext &
+        Record<PropertyKey, unknown>;
     },
     // Errors inside a stream get the same masking and codes as on /graphql.
     onNext: (ctx, _req, result) =>
@@ -221,7 +223,9 @@ export function createSubgraphServer(opts: SubgraphServerOptions): {
       const prepared = prepare(params.query as string);
       if (prepared.error) {
         return [
-          JSON.stringify({ errors: [{ message: prepared.error.message, extensions: prepared.error.extensions }] }),
+          JSON.stringify({
+            errors: [{ message: prepared.error.message, extensions: prepared.error.extensions }],
+          }),
           { status: 400, statusText: 'Bad Request' },
         ];
       }
@@ -237,7 +241,8 @@ export function createSubgraphServer(opts: SubgraphServerOptions): {
       try {
         if (path === '/graphql') return await handleGraphQL(req, res, correlationId);
         if (path === '/graphql/stream') {
-          if (shuttingDown) throw new AppError('SERVICE_UNAVAILABLE', 'Shutting down; reconnect.', { retryAfterMs: 1000 });
+          if (shuttingDown)
+            throw new AppError('SERVICE_UNAVAILABLE', 'Shutting down; reconnect.', { retryAfterMs: 1000 });
           res.setHeader('x-accel-buffering', 'no');
           res.setHeader('cache-control', 'no-cache, no-transform');
           return await sse(req, res);
@@ -266,7 +271,10 @@ export function createSubgraphServer(opts: SubgraphServerOptions): {
         log.error('request failed', { path, error: err });
         sendRequestError(
           res,
-          new AppError('INTERNAL_SERVER_ERROR', `Internal server error. Report correlation id ${correlationId}.`),
+          new AppError(
+            'INTERNAL_SERVER_ERROR',
+            `Internal server error. Report correlation id ${correlationId}.`,
+          ),
           500,
           correlationId,
         );

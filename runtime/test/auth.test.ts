@@ -148,10 +148,21 @@ describe('createTokenVerifier: scheme, typ, cache and key outages', () => {
       now: () => now,
       clockToleranceSeconds: 0,
     });
-    const payload = { sub: 'u', tid: tenantId, role: 'VIEWER', iss: ISSUER, aud: AUDIENCE, exp: nowSeconds + 60 };
-    const token = await new SignJWT(payload).setProtectedHeader({ alg: 'ES256', kid: 'k1', typ: 'at+jwt' }).sign(pair.privateKey);
+    const payload = {
+      sub: 'u',
+      tid: tenantId,
+      role: 'VIEWER',
+      iss: ISSUER,
+      aud: AUDIENCE,
+      exp: nowSeconds + 60,
+    };
+    const token = await new SignJWT(payload)
+      .setProtectedHeader({ alg: 'ES256', kid: 'k1', typ: 'at+jwt' })
+      .sign(pair.privateKey);
     expect((await verify(`bearer ${token}`))?.principalId).toBe('u');
-    const untyped = await new SignJWT(payload).setProtectedHeader({ alg: 'ES256', kid: 'k1' }).sign(pair.privateKey);
+    const untyped = await new SignJWT(payload)
+      .setProtectedHeader({ alg: 'ES256', kid: 'k1' })
+      .sign(pair.privateKey);
     await expectAppError(verify(`Bearer ${untyped}`), 'UNAUTHENTICATED');
     now = new Date((nowSeconds + 61) * 1000);
     await expectAppError(verify(`Bearer ${token}`), 'UNAUTHENTICATED');
@@ -172,7 +183,14 @@ describe('createTokenVerifier: scheme, typ, cache and key outages', () => {
       now: () => NOW,
     });
     const pair = await generateKeyPair('ES256');
-    const token = await new SignJWT({ sub: 'u', tid: tenantId, role: 'VIEWER', iss: ISSUER, aud: AUDIENCE, exp: nowSeconds + 60 })
+    const token = await new SignJWT({
+      sub: 'u',
+      tid: tenantId,
+      role: 'VIEWER',
+      iss: ISSUER,
+      aud: AUDIENCE,
+      exp: nowSeconds + 60,
+    })
       .setProtectedHeader({ alg: 'ES256', kid: 'k1', typ: 'at+jwt' })
       .sign(pair.privateKey);
     await expectAppError(verify(`Bearer ${token}`), 'SERVICE_UNAVAILABLE');

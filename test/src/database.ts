@@ -12,9 +12,7 @@ export interface TestDatabase {
   drop(): Promise<void>;
 }
 
-export async function provisionTestDatabase(
-  env: NodeJS.ProcessEnv = process.env,
-): Promise<TestDatabase> {
+export async function provisionTestDatabase(env: NodeJS.ProcessEnv = process.env): Promise<TestDatabase> {
   const base = env['DATABASE_URL'];
   const cursorSecret = randomBytes(32).toString('base64url');
   if (!base) {
