@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHarness, type Harness } from './harness.js';
-import { openRaw, subscribe } from './sse.js';
+import { openRaw, subscribe } from '../../test/src/sse.js';
 
 let h: Harness;
 beforeAll(async () => {

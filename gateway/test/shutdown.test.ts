@@ -1,7 +1,7 @@
 import { connect } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startHarness, type Harness } from './harness.js';
-import { subscribe } from './sse.js';
+import { subscribe } from '../../test/src/sse.js';
 
 let h: Harness | undefined;
 afterEach(async () => {

@@ -2,7 +2,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestPlatform, type TestPlatform, type TestUser } from '../src/platform.js';
-import { subscribe } from './sse.js';
+import { subscribe } from '../src/sse.js';
 
 let p: TestPlatform;
 let alice: TestUser;

@@ -5,7 +5,14 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { catalogSubgraph } from '../src/index.js';
-import { codeOf, dataOf, newPrincipal, startSubgraph, type Harness, type Principal } from './harness.js';
+import {
+  codeOf,
+  dataOf,
+  newPrincipal,
+  startSubgraph,
+  type Harness,
+  type Principal,
+} from '../../../test/src/subgraph-harness.js';
 
 let h: Harness;
 beforeAll(async () => {

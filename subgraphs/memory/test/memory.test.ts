@@ -5,7 +5,14 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { memorySubgraph } from '../src/index.js';
-import { codeOf, dataOf, newPrincipal, startSubgraph, type Harness, type Principal } from './harness.js';
+import {
+  codeOf,
+  dataOf,
+  newPrincipal,
+  startSubgraph,
+  type Harness,
+  type Principal,
+} from '../../../test/src/subgraph-harness.js';
 
 const MAX_PAYLOAD = 4096;
 

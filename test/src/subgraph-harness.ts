@@ -1,6 +1,7 @@
 /**
- * Test harness: the memory subgraph served over real HTTP on port 0, on a fresh database (in-memory PGlite, or a
- * new PostgreSQL database when DATABASE_URL is set), trusting ES256 tokens that the test signs itself.
+ * Test harness for one subgraph module (used by memory's and catalog's tests): served over real HTTP on port 0, on a
+ * fresh database (in-memory PGlite, or a new PostgreSQL database when DATABASE_URL is set), trusting ES256 tokens
+ * that the test signs itself.
  */
 import { randomUUID } from 'node:crypto';
 import {
@@ -14,7 +15,7 @@ import {
   type SubgraphModule,
 } from '@agentgraph/runtime';
 import { createLocalJWKSet, exportJWK, generateKeyPair, SignJWT, type CryptoKey } from 'jose';
-import { provisionTestDatabase, type TestDatabase } from '../../../test/src/database.js';
+import { provisionTestDatabase, type TestDatabase } from './database.js';
 
 export type Role = 'OWNER' | 'ADMIN' | 'OPERATOR' | 'VIEWER';
 
