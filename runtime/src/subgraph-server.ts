@@ -82,7 +82,10 @@ export function formatError(err: GraphQLError, log: Logger, correlationId: strin
     return err.toJSON();
   }
   if (!original) {
-    return { ...err.toJSON(), extensions: { ...err.extensions, code: 'GRAPHQL_VALIDATION_FAILED' } };
+    // graphql-js's own execution errors (a null for a non-null field, a value the type cannot serialise): the
+    // server broke its schema's promise, which the client cannot fix by changing the request.
+    log.error('execution error', { path: err.path, message: err.message });
+    return { ...err.toJSON(), extensions: { ...err.extensions, code: 'INTERNAL_SERVER_ERROR' } };
   }
   if (original instanceof GraphQLError && original.extensions['code']) return original.toJSON();
   log.error('resolver failed', { path: err.path, error: original });

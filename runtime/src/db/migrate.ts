@@ -111,7 +111,12 @@ export async function migrate(
         CREATE ROLE ${appRole} NOLOGIN NOSUPERUSER NOBYPASSRLS;
       END IF;
     END $$`);
-    await tx.query(`GRANT ${appRole} TO CURRENT_USER`).catch(() => undefined);
+    // Membership lets a non-superuser owner SET ROLE; a failure (e.g. already granted otherwise) must not abort the
+    // migration transaction, so it is caught inside the server, not here.
+    await tx.query(`DO $$ BEGIN
+      EXECUTE format('GRANT %I TO CURRENT_USER', '${appRole}');
+    EXCEPTION WHEN others THEN NULL;
+    END $$`);
     for (const stmt of BOOTSTRAP.split(';').filter((s) => s.trim())) await tx.query(stmt);
     const done = await tx.query<{ namespace: string; version: number; checksum: string }>(
       'SELECT namespace, version, checksum FROM runtime.schema_migrations',
