@@ -130,14 +130,30 @@ export function toConnection<T>(
   const more = fetched.length > req.limit;
   const rows = fetched.slice(0, req.limit);
   if (req.direction === 'backward') rows.reverse();
-  const edges = rows.map((node) => ({ cursor: codec.encode(scope, keyOf(node)), node }));
+  // Cursors are computed when read (the default resolver reads the property): a query that does not select
+  // them costs no HMAC, and each is computed at most once.
+  const edges = rows.map((node): Edge<T> => {
+    let cursor: string | undefined;
+    return {
+      node,
+      get cursor() {
+        return (cursor ??= codec.encode(scope, keyOf(node)));
+      },
+    };
+  });
+  const first = edges[0];
+  const last = edges.at(-1);
   return {
     edges,
     pageInfo: {
       hasNextPage: req.direction === 'forward' ? more : req.from !== null,
       hasPreviousPage: req.direction === 'backward' ? more : req.from !== null,
-      startCursor: edges[0]?.cursor ?? null,
-      endCursor: edges.at(-1)?.cursor ?? null,
+      get startCursor() {
+        return first?.cursor ?? null;
+      },
+      get endCursor() {
+        return last?.cursor ?? null;
+      },
     },
   };
 }

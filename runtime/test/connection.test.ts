@@ -184,3 +184,24 @@ describe('toConnection', () => {
     });
   });
 });
+
+describe('toConnection computes cursors only when read', () => {
+  it('encodes no cursor for a query that selects none, and each at most once', () => {
+    const codec = new CursorCodec('x'.repeat(32));
+    let encoded = 0;
+    const encode = codec.encode.bind(codec);
+    codec.encode = (scope, key) => {
+      encoded++;
+      return encode(scope, key);
+    };
+    const req = { direction: 'forward' as const, limit: 2, from: null };
+    const conn = toConnection(codec, 'L:t:', req, [{ id: 1 }, { id: 2 }, { id: 3 }], (r) => [r.id]);
+    expect(conn.edges.map((e) => e.node.id)).toEqual([1, 2]);
+    expect(encoded).toBe(0);
+    const cursor = conn.edges[1]!.cursor;
+    expect(conn.pageInfo.endCursor).toBe(cursor);
+    expect(conn.pageInfo.hasNextPage).toBe(true);
+    expect(encoded).toBe(1);
+    expect(codec.decode('L:t:', cursor, 'after')).toEqual([2]);
+  });
+});
