@@ -9,6 +9,7 @@ export type * from './db/types.js';
 export * from './errors.js';
 export * from './http-body.js';
 export * from './idempotency.js';
+export * from './keyset-page.js';
 export * from './limits.js';
 export * from './log.js';
 export * from './lru.js';

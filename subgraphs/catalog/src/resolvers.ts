@@ -4,7 +4,10 @@
  */
 import {
   DateTimeScalar,
+  anyKey,
   idempotentMutation,
+  keysetPage,
+  timeKey,
   loaderFor,
   tenantRead,
   type SubgraphContext,
@@ -19,7 +22,6 @@ import {
   requireWriter,
 } from './input.js';
 import type { PluginModel, ReleaseModel } from './models.js';
-import { anyKey, keysetPage, timeKey } from './paging.js';
 import * as store from './store.js';
 
 const user = (id: string) => ({ __typename: 'User' as const, id });

@@ -2,7 +2,15 @@
  * The catalog subgraph's SQL. Every function takes a transaction opened by withTenant (or idempotentMutation), so
  * Row-Level Security limits it to the caller's tenant; nothing here filters by tenant by hand.
  */
-import { badInput, notFound, type AuthContext, type Queryable } from '@agentgraph/runtime';
+import {
+  badInput,
+  notFound,
+  type AuthContext,
+  type Queryable,
+  cursorTime,
+  type KeysetAfter as After,
+  type Keyed,
+} from '@agentgraph/runtime';
 import {
   toPlugin,
   toRelease,
@@ -11,7 +19,6 @@ import {
   type ReleaseModel,
   type ReleaseRow,
 } from './models.js';
-import { cursorTime, type After, type Keyed } from './paging.js';
 
 const PLUGIN = 'p.id, p.name, p.display_name, p.description, p.publisher, p.created_at';
 const RELEASE = 'r.id, r.plugin_id, r.version, r.state, r.created_by, r.created_at';

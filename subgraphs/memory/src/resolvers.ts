@@ -6,6 +6,8 @@ import {
   AppError,
   DateTimeScalar,
   idempotentMutation,
+  keysetPage,
+  timeKey,
   loaderFor,
   tenantRead,
   type SubgraphContext,
@@ -20,7 +22,6 @@ import {
   requireWriter,
 } from './input.js';
 import type { MemoryRecordModel, WorkspaceModel } from './models.js';
-import { timeKeysetPage } from './paging.js';
 import * as store from './store.js';
 
 const user = (id: string) => ({ __typename: 'User' as const, id });
@@ -53,7 +54,7 @@ export const resolvers: Resolvers = {
     memoryRecord: (_parent, { id }, ctx) => recordById(ctx, id),
     workspaces: (_parent, args, ctx) => {
       const auth = requireReader(ctx.auth);
-      return timeKeysetPage(ctx, `Query.workspaces:${auth.tenantId}:`, args, (limit, after) =>
+      return keysetPage(ctx, `Query.workspaces:${auth.tenantId}:`, args, timeKey, (limit, after) =>
         tenantRead(ctx, (tx) => store.listWorkspaces(tx, limit, after)),
       );
     },
@@ -89,7 +90,7 @@ export const resolvers: Resolvers = {
     createdBy: (w) => user(w.createdById),
     records: (w, args, ctx) => {
       const auth = requireReader(ctx.auth);
-      return timeKeysetPage(ctx, `Workspace.records:${auth.tenantId}:${w.id}`, args, (limit, after) =>
+      return keysetPage(ctx, `Workspace.records:${auth.tenantId}:${w.id}`, args, timeKey, (limit, after) =>
         tenantRead(ctx, (tx) => store.listRecords(tx, w, limit, after)),
       );
     },

@@ -2,7 +2,16 @@
  * The memory subgraph's SQL. Every function takes a transaction opened by withTenant (or idempotentMutation), so
  * Row-Level Security limits it to the caller's tenant; nothing here filters by tenant by hand.
  */
-import { AppError, badInput, notFound, type AuthContext, type Queryable } from '@agentgraph/runtime';
+import {
+  AppError,
+  badInput,
+  notFound,
+  type AuthContext,
+  type Queryable,
+  cursorTime,
+  type KeysetAfter as After,
+  type Keyed,
+} from '@agentgraph/runtime';
 import {
   toRecord,
   toWorkspace,
@@ -11,7 +20,6 @@ import {
   type WorkspaceModel,
   type WorkspaceRow,
 } from './models.js';
-import { cursorTime, type After, type Keyed } from './paging.js';
 
 const WORKSPACE = 'w.id, w.name, w.created_by, w.created_at';
 const RECORD =
@@ -54,9 +62,9 @@ export async function listWorkspaces(
     `SELECT ${WORKSPACE}, ${cursorTime('w.created_at')} AS sort_time FROM memory.workspaces w
       ${after ? 'WHERE (w.created_at, w.id) < ($2::timestamptz, $3::uuid)' : ''}
       ORDER BY w.created_at DESC, w.id DESC LIMIT $1`,
-    after ? [limit, after.time, after.id] : [limit],
+    after ? [limit, after.value, after.id] : [limit],
   );
-  return r.rows.map((row) => ({ node: toWorkspace(row), sortTime: row.sort_time, id: row.id }));
+  return r.rows.map((row) => ({ node: toWorkspace(row), key: { value: row.sort_time, id: row.id } }));
 }
 
 /** Records by id (lowercase uuids) with their workspace, in one query; batched per request. */
@@ -94,9 +102,9 @@ export async function listRecords(
       WHERE r.workspace_id = $1
       ${after ? 'AND (r.updated_at, r.id) < ($3::timestamptz, $4::uuid)' : ''}
       ORDER BY r.updated_at DESC, r.id DESC LIMIT $2`,
-    after ? [workspace.id, limit, after.time, after.id] : [workspace.id, limit],
+    after ? [workspace.id, limit, after.value, after.id] : [workspace.id, limit],
   );
-  return r.rows.map((row) => ({ node: toRecord(row, workspace), sortTime: row.sort_time, id: row.id }));
+  return r.rows.map((row) => ({ node: toRecord(row, workspace), key: { value: row.sort_time, id: row.id } }));
 }
 
 export interface PutRecord {

@@ -1,19 +1,14 @@
 /**
- * Keyset paging for the catalog's lists. The cursor carries the row's own sort values: plugins by (name, id),
- * releases newest first by (created_at, id) with the timestamp at full (microsecond) precision, read as text from
- * PostgreSQL; a millisecond JS Date would land between rows that share a millisecond and skip or repeat them.
+ * Keyset paging over (sort value, id) for forward-only lists: by name (`anyKey`), or by time (`timeKey`) with the
+ * timestamp at full (microsecond) precision, read as text from PostgreSQL (`cursorTime`); a millisecond JS Date would
+ * land between rows that share a millisecond and skip or repeat them. The SQL stays in the subgraph: it gets the
+ * decoded position and the row limit, and returns rows with their keys.
  */
-import {
-  badInput,
-  pageRequest,
-  toConnection,
-  type Connection,
-  type PageArgs,
-  type SortKey,
-  type SubgraphContext,
-} from '@agentgraph/runtime';
+import { pageRequest, toConnection, type Connection, type PageArgs, type SortKey } from './connection.js';
+import { badInput } from './errors.js';
+import type { SubgraphContext } from './subgraph-server.js';
 
-export const DEFAULT_PAGE_SIZE = 20;
+export const DEFAULT_KEYSET_PAGE_SIZE = 20;
 
 /** SQL for a timestamptz column as the text a cursor holds (UTC, microseconds). */
 export const cursorTime = (column: string): string =>
@@ -23,14 +18,14 @@ const TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 /** A position in a list: the first sort value (name or time) and the id that breaks ties. */
-export interface After {
+export interface KeysetAfter {
   value: string;
   id: string;
 }
 
 export interface Keyed<T> {
   node: T;
-  key: After;
+  key: KeysetAfter;
 }
 
 export const timeKey = (value: string): boolean => TIME.test(value);
@@ -45,22 +40,27 @@ export async function keysetPage<T>(
   scope: string,
   args: PageArgs,
   validValue: (value: string) => boolean,
-  fetch: (limit: number, after: After | null) => Promise<Keyed<T>[]>,
+  fetch: (limit: number, after: KeysetAfter | null) => Promise<Keyed<T>[]>,
 ): Promise<Connection<T>> {
   const req = pageRequest(ctx.cursors, scope, args, {
     maxPageSize: ctx.config.limits.maxPageSize,
-    defaultPageSize: DEFAULT_PAGE_SIZE,
+    defaultPageSize: DEFAULT_KEYSET_PAGE_SIZE,
   });
   const after = req.from ? decodeKey(req.from, validValue) : null;
   const rows = await fetch(req.limit + 1, after);
   const conn = toConnection(ctx.cursors, scope, req, rows, (r): SortKey => [r.key.value, r.key.id]);
   return {
     pageInfo: conn.pageInfo,
-    edges: conn.edges.map((e) => ({ cursor: e.cursor, node: e.node.node })),
+    edges: conn.edges.map((e) => ({
+      node: e.node.node,
+      get cursor() {
+        return e.cursor;
+      },
+    })),
   };
 }
 
-function decodeKey(key: SortKey, validValue: (value: string) => boolean): After {
+function decodeKey(key: SortKey, validValue: (value: string) => boolean): KeysetAfter {
   const [value, id] = key;
   if (
     key.length !== 2 ||
