@@ -38,7 +38,7 @@ import {
   parseJsonBody,
   readBody,
   sendJson,
-  sendRequestError,
+  sendThrown,
   withCorrelationId,
   type Config,
   type Logger,
@@ -488,23 +488,7 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
       else if (path === '/readyz') await readyz(res);
       else sendJson(res, 404, { error: 'not_found', message: `No route ${path}` });
     } catch (err) {
-      if (res.headersSent) {
-        log.warn('response failed after headers were sent', { path, error: err });
-        res.destroy();
-      } else if (err instanceof AppError) {
-        sendRequestError(res, err, httpStatusOf(err.code), correlationId);
-      } else {
-        log.error('request failed', { path, error: err });
-        sendRequestError(
-          res,
-          new AppError(
-            'INTERNAL_SERVER_ERROR',
-            `Internal server error. Report correlation id ${correlationId}.`,
-          ),
-          500,
-          correlationId,
-        );
-      }
+      sendThrown(res, err, correlationId, log, path);
     } finally {
       const fields = {
         method: req.method,

@@ -1,6 +1,7 @@
 /** Reading a request body with a hard size limit, and writing JSON answers. */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { AppError } from './errors.js';
+import { AppError, httpStatusOf } from './errors.js';
+import type { Logger } from './log.js';
 
 export async function readBody(req: IncomingMessage, maxBytes: number): Promise<Buffer> {
   const declared = Number(req.headers['content-length']);
@@ -74,4 +75,31 @@ function graphqlContentType(res: ServerResponse): string {
   return accept.includes('application/graphql-response+json')
     ? GRAPHQL_RESPONSE_JSON
     : 'application/json; charset=utf-8';
+}
+
+/**
+ * Answers an error thrown while handling a request: an AppError with its code's status, anything else masked as
+ * INTERNAL_SERVER_ERROR naming the correlation id (and logged). After the headers went out, the socket is dropped.
+ */
+export function sendThrown(
+  res: ServerResponse,
+  err: unknown,
+  correlationId: string,
+  log: Logger,
+  path: string,
+): void {
+  if (res.headersSent) {
+    log.warn('response failed after headers were sent', { path, error: err });
+    res.destroy();
+  } else if (err instanceof AppError) {
+    sendRequestError(res, err, httpStatusOf(err.code), correlationId);
+  } else {
+    log.error('request failed', { path, error: err });
+    sendRequestError(
+      res,
+      new AppError('INTERNAL_SERVER_ERROR', `Internal server error. Report correlation id ${correlationId}.`),
+      500,
+      correlationId,
+    );
+  }
 }

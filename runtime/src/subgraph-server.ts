@@ -24,8 +24,8 @@ import type { TokenVerifier } from './auth.js';
 import type { Config } from './config.js';
 import { CursorCodec } from './connection.js';
 import type { Database } from './db/types.js';
-import { AppError, httpStatusOf } from './errors.js';
-import { GRAPHQL_RESPONSE_JSON, parseJsonBody, readBody, sendJson, sendRequestError } from './http-body.js';
+import { AppError } from './errors.js';
+import { GRAPHQL_RESPONSE_JSON, parseJsonBody, readBody, sendJson, sendThrown } from './http-body.js';
 import { checkDocumentLimits } from './limits.js';
 import { correlationIdFrom, withCorrelationId, type Logger } from './log.js';
 import { Lru } from './lru.js';
@@ -264,23 +264,7 @@ export function createSubgraphServer(opts: SubgraphServerOptions): {
         if (route) return await route(req, res);
         sendJson(res, 404, { error: 'not_found', message: `No route ${path}` });
       } catch (err) {
-        if (res.headersSent) {
-          res.destroy();
-          return;
-        }
-        if (err instanceof AppError) {
-          return sendRequestError(res, err, httpStatusOf(err.code), correlationId);
-        }
-        log.error('request failed', { path, error: err });
-        sendRequestError(
-          res,
-          new AppError(
-            'INTERNAL_SERVER_ERROR',
-            `Internal server error. Report correlation id ${correlationId}.`,
-          ),
-          500,
-          correlationId,
-        );
+        sendThrown(res, err, correlationId, log, path);
       }
     }).catch(() => res.destroy()); // last resort: a rejection here would be unhandled, which stops Node
   });
