@@ -3,7 +3,7 @@
  * (or PostgreSQL when DATABASE_URL is set). Prints the URLs and, in development, how to get a token. Ctrl-C or
  * SIGTERM drains and stops cleanly; the data survives a restart.
  */
-import { ConfigError, createLogger, loadConfig, type Config } from '@agentgraph/runtime';
+import { ConfigError, createLogger, loadConfig, type Config, stopOnSignals } from '@agentgraph/runtime';
 import { startPlatform, type Platform } from './platform.js';
 
 function loadOrExit(): Config {
@@ -65,22 +65,4 @@ try {
 }
 process.stdout.write(banner(platform) + '\n');
 
-let stopping = false;
-const stop = (signal: string) => {
-  if (stopping) {
-    process.stderr.write('Stopping already; press Ctrl-C again to force.\n');
-    process.once('SIGINT', () => process.exit(130));
-    return;
-  }
-  stopping = true;
-  log.info('stopping', { signal });
-  platform.close().then(
-    () => process.exit(0),
-    (error: unknown) => {
-      log.error('unclean stop', { error });
-      process.exit(1);
-    },
-  );
-};
-process.on('SIGINT', () => stop('SIGINT'));
-process.on('SIGTERM', () => stop('SIGTERM'));
+stopOnSignals(log, () => platform.close());

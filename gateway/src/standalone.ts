@@ -8,7 +8,14 @@
  * --no-dedupe turns off the sharing of identical in-flight read fetches (for measuring the gateway without it).
  */
 import { parseArgs } from 'node:util';
-import { ConfigError, createLogger, createTokenVerifier, loadConfig, type Config } from '@agentgraph/runtime';
+import {
+  ConfigError,
+  createLogger,
+  createTokenVerifier,
+  loadConfig,
+  type Config,
+  stopOnSignals,
+} from '@agentgraph/runtime';
 import { createGateway } from './gateway.js';
 import { readSupergraphSdl } from './supergraph.js';
 
@@ -41,18 +48,4 @@ const gateway = await createGateway({
 });
 await gateway.listen(config.gatewayPort, config.host);
 
-let stopping = false;
-const stop = (signal: string) => {
-  if (stopping) return;
-  stopping = true;
-  log.info('stopping', { signal });
-  gateway.close().then(
-    () => process.exit(0),
-    (error: unknown) => {
-      log.error('unclean stop', { error });
-      process.exit(1);
-    },
-  );
-};
-process.on('SIGINT', () => stop('SIGINT'));
-process.on('SIGTERM', () => stop('SIGTERM'));
+stopOnSignals(log, () => gateway.close());

@@ -19,3 +19,4 @@ export * from './subgraph-server.js';
 export * from './subgraph-module.js';
 export * from './tenancy.js';
 export * from './tenant-read.js';
+export * from './stop-on-signals.js';

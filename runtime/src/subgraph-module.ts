@@ -12,6 +12,7 @@ import { openDatabase } from './db/open.js';
 import type { MigrationSet } from './db/migrate.js';
 import type { Database } from './db/types.js';
 import { createLogger, type Logger } from './log.js';
+import { stopOnSignals } from './stop-on-signals.js';
 import {
   createSubgraphServer,
   type RouteHandler,
@@ -89,12 +90,8 @@ export async function runStandalone(module: SubgraphModule): Promise<void> {
   const log = createLogger({ service: module.name }, { level: config.logLevel });
   const { db, handle } = await openDatabase(config, [module.migrations]);
   const served = await serveSubgraph(module, { config, db, log });
-  const stop = async () => {
-    log.info('shutting down');
+  stopOnSignals(log, async () => {
     await served.close();
     await handle.close();
-    process.exit(0);
-  };
-  process.once('SIGINT', stop);
-  process.once('SIGTERM', stop);
+  });
 }
