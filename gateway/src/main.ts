@@ -31,9 +31,17 @@ function banner(p: Platform): string {
     '  Subgraphs',
     ...Object.entries(subgraphs).map(([name, url]) => `    ${name.padEnd(13)} ${url}/graphql`),
     `    JWKS          ${config.jwksUrl}`,
+    '',
+    '  OAuth 2.0 (identity is the token authority)',
+    `    Metadata      ${subgraphs.identity}/.well-known/oauth-authorization-server`,
+    `    Sign in       ${subgraphs.identity}/signin`,
+    `    Enrol device  POST ${subgraphs.identity}/oauth/device_authorization (client agentgraph-desktop), then ${subgraphs.identity}/device`,
   ];
   if (config.mode === 'development') {
     const who = p.devTenant?.email ?? 'dev@localhost';
+    if (p.devTenant?.credentialsFile) {
+      lines.push(`    ${who}'s password is in ${p.devTenant.credentialsFile} (this machine only)`);
+    }
     lines.push(
       '',
       '  A token (development only, from this machine):',

@@ -11,6 +11,7 @@ import { coordinationSubgraph } from '@agentgraph/coordination';
 import { ensureDevelopmentTenant, identitySubgraph, type DevelopmentTenant } from '@agentgraph/identity';
 import { memorySubgraph } from '@agentgraph/memory';
 import {
+  createRevocationList,
   createTokenVerifier,
   openDatabase,
   serveSubgraph,
@@ -90,16 +91,20 @@ export async function startPlatform(input: Config, opts: PlatformOptions): Promi
   );
   const served: ServedSubgraph[] = [];
   let gateway: Gateway | undefined;
+  // One revocation list for every verifier in this process (they share the database and so the same rows).
+  const revocations = createRevocationList(db, log);
   const stopAll = async () => {
     await gateway?.close().catch((error: unknown) => log.error('gateway close failed', { error }));
     for (const s of served.reverse())
       await s
         .close()
         .catch((error: unknown) => log.error('subgraph close failed', { subgraph: s.name, error }));
+    await revocations.close().catch((error: unknown) => log.error('revocation list close failed', { error }));
     await handle.close().catch((error: unknown) => log.error('database close failed', { error }));
   };
 
   try {
+    await revocations.ready;
     // Identity verifies tokens too (zero trust) but its own URL is known only once it listens: resolve lazily.
     let verifier: TokenVerifier | null = null;
     const lazyVerifier: TokenVerifier = (authorization) => {
@@ -107,6 +112,7 @@ export async function startPlatform(input: Config, opts: PlatformOptions): Promi
         issuer: config.tokenIssuer,
         audience: config.tokenAudience,
         keys: config.jwksUrl,
+        revocations,
       });
       return verifier(authorization);
     };
@@ -128,6 +134,7 @@ export async function startPlatform(input: Config, opts: PlatformOptions): Promi
         issuer: config.tokenIssuer,
         audience: config.tokenAudience,
         keys: config.jwksUrl,
+        revocations,
       });
       const s = await serveSubgraph(module, { config, db, log, verifyToken });
       served.push(s);
@@ -144,6 +151,7 @@ export async function startPlatform(input: Config, opts: PlatformOptions): Promi
         issuer: config.tokenIssuer,
         audience: config.tokenAudience,
         keys: config.jwksUrl,
+        revocations,
       }),
       ...opts.gateway,
     });

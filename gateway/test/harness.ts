@@ -405,7 +405,11 @@ export async function startHarness(env: Record<string, string> = {}): Promise<Ha
     alpha,
     beta,
     async token(opts = {}) {
-      return new SignJWT({ tid: opts.tenantId ?? randomUUID(), role: 'OPERATOR', scope: 'graphql' })
+      return new SignJWT({
+        tid: opts.tenantId ?? randomUUID(),
+        role: 'OPERATOR',
+        scope: 'api:read api:write',
+      })
         .setProtectedHeader({ alg: 'ES256', kid, typ: 'at+jwt' })
         .setSubject(opts.sub ?? `user-${randomUUID()}`)
         .setIssuer(ISSUER)

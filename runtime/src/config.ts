@@ -57,6 +57,14 @@ const EnvSchema = z.object({
   CLIENT_TELEMETRY_ENABLED: bool.default(true),
   INTROSPECTION: bool.optional(),
   SHUTDOWN_GRACE_MS: positive.default(10_000),
+  /** Space- or comma-separated redirect URIs of the web console (exact match, RFC 9700). */
+  OAUTH_CONSOLE_REDIRECT_URIS: z.string().optional(),
+  /** Secret for signing identity's cookies (sessions, CSRF); 32+ characters, comma-separated to rotate. */
+  /** RFC 8628 polling interval advertised to devices, in seconds (slow_down adds 5). */
+  DEVICE_POLL_INTERVAL_SECONDS: z.coerce.number().int().min(1).max(60).default(5),
+  /** Age at which identity rotates its token-signing key (the next key is published a full period ahead). */
+  SIGNING_KEY_ROTATION_DAYS: z.coerce.number().positive().max(365).default(30),
+  COOKIE_SECRET: z.string().min(32, 'must be at least 32 characters of random data').optional(),
 });
 
 export interface Config {
@@ -90,6 +98,16 @@ export interface Config {
   };
   introspection: boolean;
   shutdownGraceMs: number;
+  oauth: {
+    /** Redirect URIs the web console may use (authorization code + PKCE), matched exactly. */
+    consoleRedirectUris: string[];
+    /** Keys for identity's signed cookies; the first signs, all verify (rotation). */
+    cookieKeys: string[];
+    /** RFC 8628 polling interval advertised to devices, in seconds. */
+    devicePollIntervalSeconds: number;
+    /** Age at which the token-signing key is rotated, in seconds. */
+    signingKeyRotationSeconds: number;
+  };
 }
 
 export class ConfigError extends Error {
@@ -121,6 +139,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (production && !e.CURSOR_SECRET) {
     throw new ConfigError(
       'Invalid configuration:\n  CURSOR_SECRET: required in production (32+ random characters shared by all replicas)',
+    );
+  }
+  if (production && !e.COOKIE_SECRET) {
+    throw new ConfigError(
+      'Invalid configuration:\n  COOKIE_SECRET: required in production (32+ random characters shared by all identity replicas)',
     );
   }
   if (production && !e.DATABASE_URL) {
@@ -179,5 +202,23 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     introspection: e.INTROSPECTION ?? !production,
     shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
+    oauth: {
+      consoleRedirectUris: (
+        e.OAUTH_CONSOLE_REDIRECT_URIS ?? `http://${e.HOST}:${e.GATEWAY_PORT}/auth/callback`
+      )
+        .split(/[\s,]+/)
+        .filter(Boolean),
+      cookieKeys: (
+        e.COOKIE_SECRET ??
+        (e.DATA_DIR === 'memory://'
+          ? randomBytes(32).toString('base64url')
+          : devSecret(dataDir, 'cookie-secret'))
+      )
+        .split(',')
+        .map((k) => k.trim())
+        .filter(Boolean),
+      devicePollIntervalSeconds: e.DEVICE_POLL_INTERVAL_SECONDS,
+      signingKeyRotationSeconds: Math.round(e.SIGNING_KEY_ROTATION_DAYS * 86_400),
+    },
   };
 }

@@ -20,3 +20,4 @@ export * from './subgraph-module.js';
 export * from './tenancy.js';
 export * from './tenant-read.js';
 export * from './stop-on-signals.js';
+export * from './revocation.js';

@@ -12,6 +12,7 @@ import { openDatabase } from './db/open.js';
 import type { MigrationSet } from './db/migrate.js';
 import type { Database } from './db/types.js';
 import { createLogger, type Logger } from './log.js';
+import { createRevocationList } from './revocation.js';
 import { stopOnSignals } from './stop-on-signals.js';
 import {
   createSubgraphServer,
@@ -54,15 +55,31 @@ export interface ServedSubgraph extends RunningServer {
   name: SubgraphName;
 }
 
+/**
+ * Serves a subgraph. Without `verifyToken` it verifies tokens against `config.jwksUrl` and a revocation list on
+ * `deps.db` of its own (loaded before it listens, closed with it); a caller passing `verifyToken` owns that part.
+ */
 export async function serveSubgraph(
   module: SubgraphModule,
   deps: SubgraphDeps & { verifyToken?: TokenVerifier; port?: number },
 ): Promise<ServedSubgraph> {
   const { config, db } = deps;
   const log = deps.log.child({ subgraph: module.name });
+  const revocations = deps.verifyToken ? null : createRevocationList(db, log);
+  try {
+    await revocations?.ready;
+  } catch (err) {
+    await revocations?.close();
+    throw err;
+  }
   const verifyToken =
     deps.verifyToken ??
-    createTokenVerifier({ issuer: config.tokenIssuer, audience: config.tokenAudience, keys: config.jwksUrl });
+    createTokenVerifier({
+      issuer: config.tokenIssuer,
+      audience: config.tokenAudience,
+      keys: config.jwksUrl,
+      revocations: revocations ?? undefined,
+    });
   const { listen } = createSubgraphServer({
     name: module.name,
     schema: buildSchemaOf(module),
@@ -72,7 +89,13 @@ export async function serveSubgraph(
     verifyToken,
     routes: module.routes?.({ config, db, log }),
   });
-  const running = await listen(deps.port ?? config.subgraphPorts[module.name], config.host);
+  let running: RunningServer;
+  try {
+    running = await listen(deps.port ?? config.subgraphPorts[module.name], config.host);
+  } catch (err) {
+    await revocations?.close();
+    throw err;
+  }
   const stopBackground = module.background?.({ config, db, log });
   return {
     ...running,
@@ -80,6 +103,7 @@ export async function serveSubgraph(
     async close() {
       await stopBackground?.();
       await running.close();
+      await revocations?.close();
     },
   };
 }

@@ -7,6 +7,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import {
+  getOperationAST,
   GraphQLError,
   NoSchemaIntrospectionCustomRule,
   parse,
@@ -20,7 +21,7 @@ import {
 } from 'graphql';
 import { createHandler } from 'graphql-sse/lib/use/http';
 import { z } from 'zod';
-import type { TokenVerifier } from './auth.js';
+import { assertOperationScope, type TokenVerifier } from './auth.js';
 import type { Config } from './config.js';
 import { CursorCodec } from './connection.js';
 import type { Database } from './db/types.js';
@@ -53,7 +54,7 @@ export interface SubgraphServerOptions {
   db: Database;
   log: Logger;
   verifyToken: TokenVerifier;
-  /** Extra routes by exact path (GET and POST). */
+  /** Extra routes by exact path; the key '*' (if any) answers every other path (identity's OAuth provider). */
   routes?: Record<string, RouteHandler>;
 }
 
@@ -131,8 +132,17 @@ export function createSubgraphServer(opts: SubgraphServerOptions): {
     return prepared;
   };
 
-  const contextFor = async (req: IncomingMessage, correlationId: string, signal: AbortSignal) => {
+  /** Verifies the token and, for a known operation, that the token has its scope (api:read / api:write). */
+  const contextFor = async (
+    req: IncomingMessage,
+    correlationId: string,
+    signal: AbortSignal,
+    document?: DocumentNode,
+    operationName?: string | null,
+  ) => {
     const auth = await verifyToken(req.headers.authorization);
+    const operation = document && getOperationAST(document, operationName);
+    if (operation) assertOperationScope(auth, operation.operation);
     const ctx: SubgraphContext = {
       auth,
       db,
@@ -164,7 +174,7 @@ export function createSubgraphServer(opts: SubgraphServerOptions): {
     const document = prepared.document!;
     checkDocumentLimits(document, operationName, variables, config.limits);
     const abort = new AbortController();
-    const ctx = await contextFor(req, correlationId, abort.signal);
+    const ctx = await contextFor(req, correlationId, abort.signal, document, operationName);
     const result = (await execute({
       schema,
       document,
@@ -195,7 +205,7 @@ export function createSubgraphServer(opts: SubgraphServerOptions): {
   const sse = createHandler<SubgraphContext & Record<PropertyKey, unknown>>({
     schema,
     authenticate: () => null as unknown as string, // distinct-connections mode only
-    context: async (req) => {
+    context: async (req, params) => {
       const raw = req.raw;
       const correlationId = correlationIdFrom(raw.headers['x-correlation-id']);
       const abort = new AbortController();
@@ -211,8 +221,14 @@ export function createSubgraphServer(opts: SubgraphServerOptions): {
       };
       if (res.closed) gone();
       else res.once('close', gone);
-      return (await contextFor(raw, correlationId, abort.signal)) as SubgraphContext &
-        Record<PropertyKey, unknown>;
+      const { document } = typeof params.query === 'string' ? prepare(params.query) : {};
+      return (await contextFor(
+        raw,
+        correlationId,
+        abort.signal,
+        document,
+        params.operationName,
+      )) as SubgraphContext & Record<PropertyKey, unknown>;
     },
     // Errors inside a stream get the same masking and codes as on /graphql.
     onNext: (ctx, _req, result) =>
@@ -260,7 +276,7 @@ export function createSubgraphServer(opts: SubgraphServerOptions): {
             return sendJson(res, 503, { status: 'unavailable' });
           }
         }
-        const route = opts.routes?.[path];
+        const route = opts.routes?.[path] ?? opts.routes?.['*'];
         if (route) return await route(req, res);
         sendJson(res, 404, { error: 'not_found', message: `No route ${path}` });
       } catch (err) {

@@ -11,6 +11,21 @@ export interface AuthContext {
   principalId: string;
   role: 'OWNER' | 'ADMIN' | 'OPERATOR' | 'VIEWER';
   scopes: readonly string[];
+  /** `jti` of the access token (revocation by token). */
+  tokenId?: string;
+  /** `gid`: the OAuth grant the token came from (revocation of a refresh-token family). */
+  grantId?: string;
+  /** `did`: the enrolled device the token belongs to; absent for a user's own (browser) token. */
+  deviceId?: string;
+  /** `client_id` of the OAuth client the token was issued to. */
+  clientId?: string;
+  /** `iat` (epoch seconds): revocations of a member refuse tokens issued up to the revocation, not after. */
+  issuedAt?: number;
+  /**
+   * `act.sub` (RFC 8693): set on a token obtained by token exchange, naming the client that acts for the subject
+   * (e.g. the desktop host minting a sidecar token). Such tokens may not do what only the subject itself may.
+   */
+  actor?: string;
 }
 
 export function requireAuth(auth: AuthContext | null): AuthContext {

@@ -1,7 +1,29 @@
 import { randomUUID } from 'node:crypto';
-import { createLocalJWKSet, exportJWK, generateKeyPair, SignJWT, type JWTPayload } from 'jose';
-import { beforeAll, describe, expect, it } from 'vitest';
-import { createTokenVerifier, type TokenVerifier } from '../src/auth.js';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import {
+  createLocalJWKSet,
+  exportJWK,
+  exportSPKI,
+  generateKeyPair,
+  SignJWT,
+  type JWK,
+  type JWTPayload,
+} from 'jose';
+import { GraphQLObjectType, GraphQLSchema, GraphQLString } from 'graphql';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import {
+  assertOperationScope,
+  createTokenVerifier,
+  JWKS_REFETCH_COOLDOWN_MS,
+  type TokenVerifier,
+} from '../src/auth.js';
+import { loadConfig } from '../src/config.js';
+import type { Database } from '../src/db/types.js';
+import { createLogger } from '../src/log.js';
+import { subjectKey, type RevocationKind, type RevocationList } from '../src/revocation.js';
+import { createSubgraphServer, type RunningServer } from '../src/subgraph-server.js';
+import type { AuthContext } from '../src/tenancy.js';
 import { expectAppError } from './helpers.js';
 
 const ISSUER = 'http://127.0.0.1:4101';
@@ -56,6 +78,7 @@ describe('createTokenVerifier', () => {
       principalId: 'user-1',
       role: 'ADMIN',
       scopes: ['memory:read', 'memory:write'],
+      issuedAt: expect.any(Number),
     });
   });
 
@@ -106,6 +129,24 @@ describe('createTokenVerifier', () => {
     await expectAppError(verify(`Bearer ${hs}`), 'UNAUTHENTICATED');
   });
 
+  it('rejects HS256 signed with the public key (algorithm confusion)', async () => {
+    const pair = await generateKeyPair('ES256', { extractable: true });
+    const jwk = { ...(await exportJWK(pair.publicKey)), kid: 'k1', alg: 'ES256' };
+    const confused = createTokenVerifier({
+      issuer: ISSUER,
+      audience: AUDIENCE,
+      keys: createLocalJWKSet({ keys: [jwk] }),
+      now: () => NOW,
+    });
+    // What a verifier that took the algorithm from the header would check an HMAC against: the key as published.
+    for (const secret of [await exportSPKI(pair.publicKey), JSON.stringify(jwk)]) {
+      const hs = await new SignJWT(claims())
+        .setProtectedHeader({ alg: 'HS256', kid: 'k1', typ: 'at+jwt' })
+        .sign(new TextEncoder().encode(secret));
+      await expectAppError(confused(`Bearer ${hs}`), 'UNAUTHENTICATED');
+    }
+  });
+
   it('rejects an unsigned token (alg none)', async () => {
     const header = Buffer.from(JSON.stringify({ alg: 'none', typ: 'JWT' })).toString('base64url');
     const body = Buffer.from(JSON.stringify(claims())).toString('base64url');
@@ -127,6 +168,41 @@ describe('createTokenVerifier', () => {
     ['an extra space', 'Bearer  x.y.z'],
   ])('rejects %s with UNAUTHENTICATED', async (_, header) => {
     await expectAppError(verify(header), 'UNAUTHENTICATED');
+  });
+
+  it('puts jti, gid, did and client_id into the AuthContext', async () => {
+    const deviceId = randomUUID();
+    const auth = await verify(
+      await bearer(claims({ jti: 'jti-1', gid: 'grant-1', did: deviceId, client_id: 'agentgraph-desktop' })),
+    );
+    expect(auth).toEqual({
+      tenantId,
+      principalId: 'user-1',
+      role: 'ADMIN',
+      scopes: ['memory:read', 'memory:write'],
+      tokenId: 'jti-1',
+      grantId: 'grant-1',
+      deviceId,
+      clientId: 'agentgraph-desktop',
+      issuedAt: expect.any(Number),
+    });
+  });
+
+  it('names the acting client of an exchanged token (act.sub, RFC 8693)', async () => {
+    const auth = await verify(await bearer(claims({ act: { sub: 'agentgraph-desktop' } })));
+    expect(auth?.actor).toBe('agentgraph-desktop');
+    await expect(verify(await bearer(claims({ act: { sub: 7 } })))).rejects.toMatchObject({
+      code: 'UNAUTHENTICATED',
+    });
+  });
+
+  it.each([
+    ['a numeric jti', { jti: 7 }],
+    ['an empty grant id', { gid: '' }],
+    ['a device id that is an object', { did: { id: 'x' } }],
+    ['an overlong client id', { client_id: 'c'.repeat(201) }],
+  ])('rejects a token with %s', async (_, over) => {
+    await expectAppError(verify(await bearer(claims(over as JWTPayload))), 'UNAUTHENTICATED');
   });
 
   it('never echoes the token in its error', async () => {
@@ -194,5 +270,300 @@ describe('createTokenVerifier: scheme, typ, cache and key outages', () => {
       .setProtectedHeader({ alg: 'ES256', kid: 'k1', typ: 'at+jwt' })
       .sign(pair.privateKey);
     await expectAppError(verify(`Bearer ${token}`), 'SERVICE_UNAVAILABLE');
+  });
+});
+
+/** A revocation list held in memory (the real one, fed by PostgreSQL, is tested in revocation.test.ts). */
+function memoryRevocations(): RevocationList & { revoke(kind: RevocationKind, value: string): void } {
+  const revoked = new Set<string>();
+  return {
+    revoke: (kind, value) => void revoked.add(`${kind}:${value}`),
+    isRevoked: (a: AuthContext) =>
+      revoked.has(`jti:${a.tokenId}`) ||
+      revoked.has(`grant:${a.grantId}`) ||
+      revoked.has(`device:${a.deviceId}`) ||
+      revoked.has(`subject:${subjectKey(a.tenantId, a.principalId)}`),
+    ready: Promise.resolve(),
+    size: 0,
+    close: async () => undefined,
+  };
+}
+
+describe('createTokenVerifier: revocation', () => {
+  let key: Key;
+  let jwks: ReturnType<typeof createLocalJWKSet>;
+
+  beforeAll(async () => {
+    const pair = await generateKeyPair('ES256');
+    key = pair.privateKey;
+    jwks = createLocalJWKSet({ keys: [{ ...(await exportJWK(pair.publicKey)), kid: 'k1', alg: 'ES256' }] });
+  });
+
+  const token = (over: JWTPayload) =>
+    new SignJWT({
+      sub: 'user-1',
+      tid: tenantId,
+      role: 'OPERATOR',
+      iss: ISSUER,
+      aud: AUDIENCE,
+      iat: nowSeconds - 10,
+      exp: nowSeconds + 600,
+      jti: randomUUID(),
+      ...over,
+    })
+      .setProtectedHeader({ alg: 'ES256', kid: 'k1', typ: 'at+jwt' })
+      .sign(key);
+
+  it.each([
+    ['jti', (t: JWTPayload) => t.jti as string],
+    ['grant', (t: JWTPayload) => t['gid'] as string],
+    ['device', (t: JWTPayload) => t['did'] as string],
+    ['subject', (t: JWTPayload) => subjectKey(t['tid'] as string, t.sub!)],
+  ] as const)(
+    'refuses a token revoked by %s at once, also when its signature check is cached',
+    async (kind, valueOf) => {
+      const revocations = memoryRevocations();
+      const verify = createTokenVerifier({
+        issuer: ISSUER,
+        audience: AUDIENCE,
+        keys: jwks,
+        now: () => NOW,
+        revocations,
+      });
+      const payload = {
+        jti: randomUUID(),
+        gid: `grant-${randomUUID()}`,
+        did: randomUUID(),
+        sub: randomUUID(),
+      };
+      const first = `Bearer ${await token(payload)}`;
+      const bystander = `Bearer ${await token({ sub: randomUUID() })}`;
+      expect(await verify(first)).not.toBeNull(); // verified and cached
+      expect(await verify(bystander)).not.toBeNull();
+      revocations.revoke(kind, valueOf({ ...payload, tid: tenantId }));
+      const e = await expectAppError(verify(first), 'UNAUTHENTICATED');
+      expect(e.message).toContain('revoked');
+      expect(await verify(bystander)).not.toBeNull();
+      // A token never seen before that matches the revocation is refused too (jti: the same token again).
+      const sibling = kind === 'jti' ? first : `Bearer ${await token({ ...payload, jti: randomUUID() })}`;
+      await expectAppError(verify(sibling), 'UNAUTHENTICATED');
+    },
+  );
+});
+
+describe('createTokenVerifier: JWKS fetched over HTTP', () => {
+  let server: Server | undefined;
+  afterEach(async () => {
+    vi.useRealTimers();
+    await new Promise<void>((r) => (server ? server.close(() => r()) : r()));
+    server = undefined;
+  });
+
+  it('re-fetches the JWKS for an unknown kid at most once per cooldown, so a rotated key verifies at once', async () => {
+    const k1 = await generateKeyPair('ES256');
+    const k2 = await generateKeyPair('ES256');
+    const published: JWK[] = [{ ...(await exportJWK(k1.publicKey)), kid: 'k1', alg: 'ES256', use: 'sig' }];
+    let fetches = 0;
+    server = createServer((_req, res) => {
+      fetches++;
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ keys: published }));
+    });
+    await new Promise<void>((r) => server!.listen(0, '127.0.0.1', () => r()));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/.well-known/jwks.json`;
+    // jose times its cooldown with Date.now(): a fake Date moves it exactly, nothing else is faked.
+    vi.useFakeTimers({ toFake: ['Date'], now: Date.now() });
+    const verify = createTokenVerifier({ issuer: ISSUER, audience: AUDIENCE, keys: url, now: () => NOW });
+    const sign = (key: Key, kid: string) =>
+      new SignJWT({
+        sub: 'u',
+        tid: tenantId,
+        role: 'VIEWER',
+        iss: ISSUER,
+        aud: AUDIENCE,
+        exp: nowSeconds + 60,
+      })
+        .setProtectedHeader({ alg: 'ES256', kid, typ: 'at+jwt' })
+        .sign(key)
+        .then((t) => `Bearer ${t}`);
+
+    expect(await verify(await sign(k1.privateKey, 'k1'))).not.toBeNull();
+    expect(fetches).toBe(1);
+
+    // Identity rotates: k2 is published and signs from now on.
+    published.push({ ...(await exportJWK(k2.publicKey)), kid: 'k2', alg: 'ES256', use: 'sig' });
+    const rotated = await sign(k2.privateKey, 'k2');
+    // Within the cooldown after a fetch, unknown kids are refused without fetching (forged kids cost nothing).
+    for (let i = 0; i < 5; i++) await expectAppError(verify(rotated), 'UNAUTHENTICATED');
+    await expectAppError(verify(await sign(k2.privateKey, 'made-up')), 'UNAUTHENTICATED');
+    expect(fetches).toBe(1);
+
+    vi.setSystemTime(Date.now() + JWKS_REFETCH_COOLDOWN_MS);
+    expect((await verify(rotated))?.principalId).toBe('u');
+    expect(fetches).toBe(2);
+
+    // A made-up kid after the cooldown: one fetch, then refused; again right away: no fetch.
+    vi.setSystemTime(Date.now() + JWKS_REFETCH_COOLDOWN_MS);
+    await expectAppError(verify(await sign(k2.privateKey, 'made-up')), 'UNAUTHENTICATED');
+    await expectAppError(verify(await sign(k2.privateKey, 'made-up-2')), 'UNAUTHENTICATED');
+    expect(fetches).toBe(3);
+  });
+});
+
+describe('assertOperationScope', () => {
+  const auth = (scopes: string[]): AuthContext => ({ tenantId, principalId: 'u', role: 'OWNER', scopes });
+
+  it('lets anonymous callers through (resolvers decide what they may see)', () => {
+    expect(() => assertOperationScope(null, 'mutation')).not.toThrow();
+  });
+
+  it('needs api:read for queries and subscriptions and api:write for mutations', async () => {
+    expect(() => assertOperationScope(auth(['api:read']), 'query')).not.toThrow();
+    expect(() => assertOperationScope(auth(['api:read']), 'subscription')).not.toThrow();
+    expect(() => assertOperationScope(auth(['api:write']), 'mutation')).not.toThrow();
+    const e = await expectAppError(() => assertOperationScope(auth(['api:read']), 'mutation'), 'FORBIDDEN');
+    expect(e.message).toContain('"api:write"');
+    expect(e.extensions['requiredScope']).toBe('api:write');
+    await expectAppError(() => assertOperationScope(auth(['api:write', 'openid']), 'query'), 'FORBIDDEN');
+    await expectAppError(() => assertOperationScope(auth([]), 'subscription'), 'FORBIDDEN');
+  });
+});
+
+describe('the subgraph server enforces api:read and api:write', () => {
+  let running: RunningServer;
+  let sign: (scope: string | undefined) => Promise<string>;
+  const effects: string[] = [];
+
+  beforeAll(async () => {
+    const pair = await generateKeyPair('ES256');
+    const jwk = { ...(await exportJWK(pair.publicKey)), kid: 'k1', alg: 'ES256' };
+    sign = (scope) =>
+      new SignJWT({ sub: 'u', tid: tenantId, role: 'OWNER', ...(scope !== undefined && { scope }) })
+        .setProtectedHeader({ alg: 'ES256', kid: 'k1', typ: 'at+jwt' })
+        .setIssuer(ISSUER)
+        .setAudience(AUDIENCE)
+        .setIssuedAt()
+        .setExpirationTime('5m')
+        .sign(pair.privateKey);
+    const schema = new GraphQLSchema({
+      query: new GraphQLObjectType({
+        name: 'Query',
+        fields: { hello: { type: GraphQLString, resolve: () => 'hi' } },
+      }),
+      mutation: new GraphQLObjectType({
+        name: 'Mutation',
+        fields: {
+          write: {
+            type: GraphQLString,
+            resolve: () => {
+              effects.push('write');
+              return 'written';
+            },
+          },
+        },
+      }),
+      subscription: new GraphQLObjectType({
+        name: 'Subscription',
+        fields: {
+          ticks: {
+            type: GraphQLString,
+            subscribe: async function* () {
+              yield { ticks: 'tick' };
+            },
+          },
+        },
+      }),
+    });
+    const config = loadConfig({ DATA_DIR: 'memory://', LOG_LEVEL: 'error', TOKEN_AUDIENCE: AUDIENCE });
+    const { listen } = createSubgraphServer({
+      name: 'scopes',
+      schema,
+      config,
+      db: {} as Database, // no route here touches the database
+      log: createLogger({ service: 'scopes' }, { level: 'error', write: () => undefined }),
+      verifyToken: createTokenVerifier({
+        issuer: ISSUER,
+        audience: AUDIENCE,
+        keys: createLocalJWKSet({ keys: [jwk] }),
+      }),
+    });
+    running = await listen(0, '127.0.0.1');
+  });
+  afterAll(async () => {
+    await running?.close();
+  });
+
+  const post = async (path: string, query: string, token?: string, accept = 'application/json') => {
+    const res = await fetch(`${running.url}${path}`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        accept,
+        ...(token ? { authorization: `Bearer ${token}` } : {}),
+      },
+      body: JSON.stringify({ query }),
+    });
+    return { status: res.status, text: await res.text() };
+  };
+  const codeOf = (text: string) =>
+    (JSON.parse(text) as { errors?: Array<{ extensions?: { code?: string } }> }).errors?.[0]?.extensions
+      ?.code;
+
+  it('answers a query with api:read, and refuses one without (403 FORBIDDEN naming the scope)', async () => {
+    const ok = await post('/graphql', '{ hello }', await sign('api:read'));
+    expect(ok).toEqual({ status: 200, text: JSON.stringify({ data: { hello: 'hi' } }) });
+    for (const scope of ['api:write', '', undefined]) {
+      const r = await post('/graphql', '{ hello }', await sign(scope));
+      expect(r.status).toBe(403);
+      expect(codeOf(r.text)).toBe('FORBIDDEN');
+      expect(r.text).toContain('api:read');
+    }
+  });
+
+  it('runs a mutation with api:write only, and nothing runs when it is refused', async () => {
+    effects.length = 0;
+    const refused = await post('/graphql', 'mutation { write }', await sign('api:read'));
+    expect(refused.status).toBe(403);
+    expect(codeOf(refused.text)).toBe('FORBIDDEN');
+    expect(refused.text).toContain('api:write');
+    expect(effects).toEqual([]);
+    const ok = await post('/graphql', 'mutation { write }', await sign('api:write'));
+    expect(ok.status).toBe(200);
+    expect(effects).toEqual(['write']);
+  });
+
+  it('picks the operation by operationName in a document with several', async () => {
+    const doc = 'query Q { hello } mutation M { write }';
+    const res = await fetch(`${running.url}/graphql`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${await sign('api:read')}` },
+      body: JSON.stringify({ query: doc, operationName: 'M' }),
+    });
+    expect(res.status).toBe(403);
+  });
+
+  it('leaves anonymous requests to the resolvers', async () => {
+    expect(await post('/graphql', '{ hello }')).toEqual({
+      status: 200,
+      text: JSON.stringify({ data: { hello: 'hi' } }),
+    });
+  });
+
+  it('checks subscriptions on /graphql/stream for api:read', async () => {
+    const refused = await post(
+      '/graphql/stream',
+      'subscription { ticks }',
+      await sign('api:write'),
+      'text/event-stream',
+    );
+    expect(refused.status).toBe(403);
+    expect(codeOf(refused.text)).toBe('FORBIDDEN');
+    const ok = await post(
+      '/graphql/stream',
+      'subscription { ticks }',
+      await sign('api:read'),
+      'text/event-stream',
+    );
+    expect(ok.status).toBe(200);
+    expect(ok.text).toContain('"ticks":"tick"');
   });
 });

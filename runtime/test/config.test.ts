@@ -126,18 +126,51 @@ describe('loadConfig', () => {
   });
 
   it('requires DATABASE_URL in production', () => {
-    const message = configError({ AGENTGRAPH_MODE: 'production', CURSOR_SECRET: secret });
+    const message = configError({
+      AGENTGRAPH_MODE: 'production',
+      CURSOR_SECRET: secret,
+      COOKIE_SECRET: secret,
+    });
     expect(message).toContain('DATABASE_URL');
   });
 
-  it('accepts production with both, and turns introspection off there by default', () => {
+  it('requires COOKIE_SECRET in production (identity signs its session and CSRF cookies with it)', () => {
+    const message = configError({
+      AGENTGRAPH_MODE: 'production',
+      CURSOR_SECRET: secret,
+      DATABASE_URL: 'postgres://u@h/db',
+    });
+    expect(message).toContain('COOKIE_SECRET');
+    expect(configError({ COOKIE_SECRET: 'short' })).toContain('COOKIE_SECRET');
+  });
+
+  it('accepts production with all three, and turns introspection off there by default', () => {
     const c = loadConfig({
       AGENTGRAPH_MODE: 'production',
       CURSOR_SECRET: secret,
+      COOKIE_SECRET: `${secret},${secret.split('').reverse().join('')}`,
       DATABASE_URL: 'postgres://u@h/db',
     });
     expect(c.mode).toBe('production');
     expect(c.introspection).toBe(false);
     expect(c.cursorSecret).toBe(secret);
+    // Comma-separated cookie keys: the first signs, all verify (rotation).
+    expect(c.oauth.cookieKeys).toHaveLength(2);
+  });
+
+  it('reads the OAuth settings: console redirect URIs, device poll interval, key rotation', () => {
+    const c = loadConfig({
+      DATA_DIR: 'memory://',
+      OAUTH_CONSOLE_REDIRECT_URIS: 'https://console.example/cb, http://127.0.0.1:4000/auth/callback',
+      DEVICE_POLL_INTERVAL_SECONDS: '7',
+      SIGNING_KEY_ROTATION_DAYS: '14',
+    });
+    expect(c.oauth.consoleRedirectUris).toEqual([
+      'https://console.example/cb',
+      'http://127.0.0.1:4000/auth/callback',
+    ]);
+    expect(c.oauth.devicePollIntervalSeconds).toBe(7);
+    expect(c.oauth.signingKeyRotationSeconds).toBe(14 * 86_400);
+    expect(configError({ DEVICE_POLL_INTERVAL_SECONDS: '0' })).toContain('DEVICE_POLL_INTERVAL_SECONDS');
   });
 });

@@ -34,7 +34,8 @@ export async function provisionTestDatabase(env: NodeJS.ProcessEnv = process.env
   url.pathname = `/${name}`;
   return {
     driver: 'postgres',
-    env: { DATABASE_URL: url.toString(), CURSOR_SECRET: cursorSecret },
+    // DATA_DIR memory://: development secrets and credentials files stay out of the developer's ./.data.
+    env: { DATABASE_URL: url.toString(), CURSOR_SECRET: cursorSecret, DATA_DIR: 'memory://' },
     async drop() {
       const c = new pg.Client({ connectionString: base });
       await c.connect();

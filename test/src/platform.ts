@@ -131,7 +131,7 @@ export async function startTestPlatform(
         tenantId: owner.tenantId,
         userId: owner.userId,
         role,
-        scopes: [],
+        scopes: ['api:read', 'api:write'],
       });
       return { ...owner, role, token };
     },

@@ -72,7 +72,7 @@ export async function startSubgraph(
   );
   const served: ServedSubgraph = await serveSubgraph(module, { config, db, log, verifyToken, port: 0 });
   const sign = (p: Principal, key: CryptoKey) =>
-    new SignJWT({ tid: p.tenantId, role: p.role, scope: '' })
+    new SignJWT({ tid: p.tenantId, role: p.role, scope: 'api:read api:write' })
       .setProtectedHeader({ alg: 'ES256', kid: 'test-key', typ: 'at+jwt' })
       .setSubject(p.userId)
       .setIssuer(ISSUER)

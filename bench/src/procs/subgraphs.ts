@@ -94,7 +94,7 @@ const token = await issueAccessToken(db, served, {
   tenantId: boot.tenantId,
   userId: boot.userId,
   role: 'OWNER',
-  scopes: [],
+  scopes: ['api:read', 'api:write'],
 });
 const tokens = [token];
 for (let i = 1; i < Number(process.env['BENCH_TOKENS'] ?? 1); i++) {
@@ -103,7 +103,7 @@ for (let i = 1; i < Number(process.env['BENCH_TOKENS'] ?? 1); i++) {
       tenantId: boot.tenantId,
       userId: boot.userId,
       role: 'OWNER',
-      scopes: [],
+      scopes: ['api:read', 'api:write'],
     }),
   );
 }

@@ -144,7 +144,7 @@ export async function startHarness(): Promise<Harness> {
       const tenantId = opts.tenantId ?? randomUUID();
       const sub = opts.sub ?? `user-${randomUUID()}`;
       const role = opts.role ?? 'OPERATOR';
-      const token = await new SignJWT({ tid: tenantId, role, scope: 'graphql' })
+      const token = await new SignJWT({ tid: tenantId, role, scope: 'api:read api:write' })
         .setProtectedHeader({ alg: 'ES256', kid, typ: 'at+jwt' })
         .setSubject(sub)
         .setIssuer(ISSUER)

@@ -4,7 +4,7 @@
  */
 import { AppError, badInput, type AuthContext } from '@agentgraph/runtime';
 import { z } from 'zod';
-import { PLATFORMS, type Role } from './models.js';
+import { PLATFORMS, ROLES, type DeviceModel, type Role } from './models.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -27,12 +27,28 @@ export const UpdateProfileInput = z.object({
   displayName: text100,
 });
 
+export const DeviceName = text100;
+
+/** A user code as a person types it (RFC 8628 §6.1: case and separators do not matter); the OAuth module checks it. */
+export const UserCode = z
+  .string()
+  .trim()
+  .min(1, 'must be the code the device shows, e.g. WDJB-MJHT')
+  .max(32, 'must be the code the device shows, e.g. WDJB-MJHT');
+
+export const RoleInput = z.enum(ROLES, 'must be one of OWNER, ADMIN, OPERATOR, VIEWER');
+
 export const Email = z
   .string()
   .trim()
   .toLowerCase()
   .max(254, 'must be at most 254 characters')
   .regex(/^[^\s@]+@[^\s@]+$/, 'must be an e-mail address like ada@example.com');
+
+export const AddMemberInput = z.object({
+  email: Email,
+  role: RoleInput,
+});
 
 export const BootstrapInput = z.object({
   tenantName: text100,
@@ -62,6 +78,18 @@ export function userIdOf(auth: AuthContext): string {
 
 const RANK: Record<Role, number> = { VIEWER: 0, OPERATOR: 1, ADMIN: 2, OWNER: 3 };
 
+/** Throws FORBIDDEN unless `role` is at least `least`. */
+export function requireAtLeast(role: Role, least: Role, action: string): Role {
+  if (RANK[role] < RANK[least]) {
+    throw new AppError(
+      'FORBIDDEN',
+      `Your role ${role} cannot ${action}; it needs ${least} or higher. Ask a tenant owner or admin.`,
+      { requiredRole: least },
+    );
+  }
+  return role;
+}
+
 /**
  * The role a request acts with: the lesser of the token's claim (a token may be deliberately down-scoped, e.g.
  * a sidecar token from token exchange) and the membership's current role in the database (null: not a member
@@ -75,14 +103,15 @@ export function requireRole(auth: AuthContext, memberRole: Role | null, least: R
     );
   }
   const role = RANK[auth.role] < RANK[memberRole] ? auth.role : memberRole;
-  if (RANK[role] < RANK[least]) {
-    throw new AppError(
-      'FORBIDDEN',
-      `Your role ${role} cannot ${action}; it needs ${least} or higher. Ask a tenant owner or admin.`,
-      {
-        requiredRole: least,
-      },
-    );
-  }
-  return role;
+  return requireAtLeast(role, least, action);
+}
+
+/** A device is managed (renamed, revoked) by its owner, or by an ADMIN or OWNER of the tenant. */
+export function requireDeviceManager(role: Role, userId: string, device: DeviceModel, action: string): void {
+  if (device.ownerId === userId || RANK[role] >= RANK.ADMIN) return;
+  throw new AppError(
+    'FORBIDDEN',
+    `Only the device's owner or an ADMIN or OWNER can ${action}; your role is ${role}. Ask the owner or an admin.`,
+    { requiredRole: 'ADMIN' },
+  );
 }

@@ -97,3 +97,56 @@ export async function publishedJwks(db: Queryable): Promise<{ keys: JWK[] }> {
   );
   return { keys: r.rows.map((row) => publicPartOf({ ...row.public_jwk, kid: row.kid, alg: row.alg })) };
 }
+
+export type KeyState = 'active' | 'pending' | 'retired';
+
+export interface IssuerKey {
+  kid: string;
+  state: KeyState;
+  /** Private JWK with kid, alg and use set (never logged, never served). */
+  privateJwk: JWK;
+}
+
+/** Every key the issuer holds: active first, then the pending one, then those retired within the hour. */
+export async function issuerKeys(db: Queryable): Promise<IssuerKey[]> {
+  const r = await db.query<{ kid: string; alg: string; private_jwk: JWK; state: KeyState }>(
+    'SELECT kid, alg, private_jwk, state FROM identity.issuer_signing_keys()',
+  );
+  return r.rows.map((row) => ({
+    kid: row.kid,
+    state: row.state,
+    privateJwk: { ...row.private_jwk, kid: row.kid, alg: row.alg, use: 'sig' },
+  }));
+}
+
+/**
+ * Makes sure a pending key is published ahead of rotation (so verifiers have it cached before it signs anything).
+ * Safe to call from several replicas at once.
+ */
+export async function ensurePendingSigningKey(db: Queryable): Promise<{ created: boolean }> {
+  const candidate = await generateSigningKey();
+  const r = await db.query<{ created: boolean }>(
+    'SELECT identity.ensure_pending_signing_key($1, $2::text::jsonb, $3::text::jsonb) AS created',
+    [candidate.kid, JSON.stringify(candidate.publicJwk), JSON.stringify(candidate.privateJwk)],
+  );
+  return { created: r.rows[0]?.created ?? false };
+}
+
+/**
+ * Rotates the signing key: the pending key (already published) becomes active, the active one is retired and stays
+ * in the JWKS for an hour, and a fresh key becomes pending. With `minAgeSeconds`, only when the active key is at
+ * least that old (the scheduled rotation: replicas that race rotate once). Returns the new active kid, or null when
+ * nothing was rotated.
+ */
+export async function rotateSigningKey(db: Queryable, minAgeSeconds = 0): Promise<{ kid: string | null }> {
+  await ensureRow(db);
+  const next = await generateSigningKey();
+  const r = await db.query<{ kid: string | null }>(
+    `SELECT identity.rotate_signing_key($1, $2::text::jsonb, $3::text::jsonb, make_interval(secs => $4)) AS kid`,
+    [next.kid, JSON.stringify(next.publicJwk), JSON.stringify(next.privateJwk), minAgeSeconds],
+  );
+  const kid = r.rows[0]?.kid ?? null;
+  // Without a pending key the new one became active directly; publish the next one now.
+  if (kid) await ensurePendingSigningKey(db);
+  return { kid };
+}

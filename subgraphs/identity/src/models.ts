@@ -41,6 +41,12 @@ export interface DeviceModel {
   status: DeviceStatus;
   remoteActionsEnabled: boolean;
   createdAt: string;
+  /** Null while PENDING. */
+  enrolledAt: string | null;
+  /** Null unless REVOKED. */
+  revokedAt: string | null;
+  /** RFC 7638 thumbprint of the device's public key; null while PENDING. */
+  keyThumbprint: string | null;
 }
 
 /** The caller, resolved in one query. */
@@ -72,10 +78,17 @@ export interface DeviceRow {
   status: DeviceStatus;
   remote_actions_enabled: boolean;
   created_at: Date | string;
+  enrolled_at: Date | string | null;
+  revoked_at: Date | string | null;
+  key_thumbprint: string | null;
 }
 
 export function iso(value: Date | string): string {
   return (value instanceof Date ? value : new Date(value)).toISOString();
+}
+
+export function isoOrNull(value: Date | string | null): string | null {
+  return value === null ? null : iso(value);
 }
 
 export function toTenant(row: TenantRow): TenantModel {
@@ -96,5 +109,8 @@ export function toDevice(row: DeviceRow): DeviceModel {
     status: row.status,
     remoteActionsEnabled: row.remote_actions_enabled,
     createdAt: iso(row.created_at),
+    enrolledAt: isoOrNull(row.enrolled_at),
+    revokedAt: isoOrNull(row.revoked_at),
+    keyThumbprint: row.key_thumbprint,
   };
 }

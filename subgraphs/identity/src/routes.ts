@@ -16,6 +16,10 @@ import {
 } from '@agentgraph/runtime';
 import { z } from 'zod';
 import { Email, isUuid, parseInput } from './input.js';
+import { OAUTH_METADATA_PATH, OPENID_METADATA_PATH } from './oauth/constants.js';
+import { oauthOptionsFrom } from './oauth/options.js';
+import { oauthServiceFor, type OAuthService } from './oauth/service.js';
+import { webRoutes } from './web/index.js';
 import { publishedJwks } from './keys.js';
 import type { Role } from './models.js';
 import { ACCESS_TOKEN_TTL_SECONDS, issueAccessToken } from './tokens.js';
@@ -103,7 +107,7 @@ export function devTokenRoute(deps: Pick<SubgraphDeps, 'db' | 'config'>): RouteH
       tenantId: m.tenant_id,
       userId: m.user_id,
       role: m.role,
-      scopes: [],
+      scopes: ['api:read', 'api:write'],
     });
     sendJson(
       res,
@@ -120,9 +124,28 @@ export function devTokenRoute(deps: Pick<SubgraphDeps, 'db' | 'config'>): RouteH
   };
 }
 
-/** The routes a served identity subgraph adds; /dev/token only in development mode. */
+/** RFC 8414 metadata: oidc-provider's discovery document, served at the OAuth well-known path too. */
+export function oauthMetadataRoute(oauth: OAuthService): RouteHandler {
+  return async (req, res) => {
+    if (!allow(req, res, ['GET', 'HEAD'])) return;
+    req.url = OPENID_METADATA_PATH;
+    await oauth.handler(req, res);
+  };
+}
+
+/**
+ * The routes a served identity subgraph adds: the web pages (sign-in, the login interaction, device verification),
+ * the JWKS, the OAuth authority (oidc-provider answers every path not listed here: '*'), RFC 8414 metadata, and
+ * /dev/token only in development mode.
+ */
 export function identityRoutes(deps: SubgraphDeps): Record<string, RouteHandler> {
-  const routes: Record<string, RouteHandler> = { [JWKS_PATH]: jwksRoute(deps) };
+  const oauth = oauthServiceFor(deps, oauthOptionsFrom(deps.config));
+  const routes: Record<string, RouteHandler> = {
+    ...webRoutes(deps, { oauth: () => oauth }),
+    [JWKS_PATH]: jwksRoute(deps),
+    [OAUTH_METADATA_PATH]: oauthMetadataRoute(oauth),
+    '*': (req, res) => oauth.handler(req, res),
+  };
   if (deps.config.mode === 'development') routes[DEV_TOKEN_PATH] = devTokenRoute(deps);
   return routes;
 }

@@ -4,6 +4,7 @@
  */
 import {
   createLogger,
+  createRevocationList,
   createTokenVerifier,
   loadConfig,
   openDatabase,
@@ -14,8 +15,16 @@ import {
   type ServedSubgraph,
   type TokenVerifier,
 } from '@agentgraph/runtime';
+import { randomUUID } from 'node:crypto';
+import { calculateJwkThumbprint, exportJWK, generateKeyPair, SignJWT } from 'jose';
 import { provisionTestDatabase, type TestDatabase } from '../../../test/src/database.js';
-import { bootstrapTenant, identitySubgraph, issueAccessToken, JWKS_PATH } from '../src/index.js';
+import {
+  activeSigningKey,
+  bootstrapTenant,
+  identitySubgraph,
+  issueAccessToken,
+  JWKS_PATH,
+} from '../src/index.js';
 import type { Role } from '../src/models.js';
 
 export interface GraphQLAnswer {
@@ -47,6 +56,15 @@ export interface Harness {
   /** bootstrap a tenant + owner and sign a token for them. */
   tenant(name: string, email: string, role?: Role): Promise<Member>;
   token(m: { tenantId: string; userId: string }, role?: Role, now?: Date): Promise<string>;
+  /** A device's access token as the device grant issues it: `did`, `client_id: agentgraph-desktop`, API scopes. */
+  deviceToken(
+    m: { tenantId: string; userId: string },
+    deviceId: string,
+    role?: Role,
+    extra?: Record<string, unknown>,
+  ): Promise<string>;
+  /** An ENROLLED device of the member, written as the migration owner (as device approval leaves it). */
+  enrolledDevice(m: { tenantId: string; userId: string }, name: string): Promise<string>;
   /** SQL with the migration owner's rights (test fixtures the app role may not write). */
   asOwner<Row = Record<string, unknown>>(sql: string, params?: unknown[]): Promise<Row[]>;
   close(): Promise<void>;
@@ -71,6 +89,9 @@ export async function startIdentity(
     { service: 'identity-test' },
     { level: 'debug', write: (line) => logs.push(line) },
   );
+  // Revoked tokens are refused as in production (serveSubgraph's own verifier does the same).
+  const revocations = createRevocationList(db, log);
+  await revocations.ready;
   let verifier: TokenVerifier | null = null;
   const served = await serveSubgraph(identitySubgraph, {
     config,
@@ -83,11 +104,30 @@ export async function startIdentity(
     issuer: config.tokenIssuer,
     audience: config.tokenAudience,
     keys: `${served.url}${JWKS_PATH}`,
+    revocations,
   });
   const verify = verifier;
 
   const token: Harness['token'] = (m, role = 'OWNER', now) =>
-    issueAccessToken(db, config, { tenantId: m.tenantId, userId: m.userId, role, scopes: [] }, now);
+    issueAccessToken(
+      db,
+      config,
+      { tenantId: m.tenantId, userId: m.userId, role, scopes: ['api:read', 'api:write'] },
+      now,
+    );
+
+  async function asOwner<Row>(sql: string, params: unknown[] = []): Promise<Row[]> {
+    if (db.driver === 'pglite') {
+      // One PGlite connection serves both: step out of the app role for this statement only.
+      await handle.owner.query('RESET ROLE');
+      try {
+        return (await handle.owner.query<Row>(sql, params)).rows;
+      } finally {
+        await handle.owner.query(`SET ROLE ${config.appRole}`);
+      }
+    }
+    return (await handle.owner.query<Row>(sql, params)).rows;
+  }
 
   return {
     testDb,
@@ -119,20 +159,40 @@ export async function startIdentity(
       return { tenantId, userId, token: await token({ tenantId, userId }, role) };
     },
     token,
-    async asOwner<Row>(sql: string, params: unknown[] = []) {
-      if (db.driver === 'pglite') {
-        // One PGlite connection serves both: step out of the app role for this statement only.
-        await handle.owner.query('RESET ROLE');
-        try {
-          return (await handle.owner.query<Row>(sql, params)).rows;
-        } finally {
-          await handle.owner.query(`SET ROLE ${config.appRole}`);
-        }
-      }
-      return (await handle.owner.query<Row>(sql, params)).rows;
+    async deviceToken(m, deviceId, role = 'OWNER', extra = {}) {
+      const { kid, key } = await activeSigningKey(db);
+      const iat = Math.floor(Date.now() / 1000);
+      return new SignJWT({
+        tid: m.tenantId,
+        role,
+        scope: 'openid offline_access api:read api:write',
+        client_id: 'agentgraph-desktop',
+        did: deviceId,
+        ...extra,
+      })
+        .setProtectedHeader({ alg: 'ES256', kid, typ: 'at+jwt' })
+        .setIssuer(config.tokenIssuer)
+        .setAudience(config.tokenAudience)
+        .setSubject(m.userId)
+        .setIssuedAt(iat)
+        .setExpirationTime(iat + 15 * 60)
+        .setJti(randomUUID())
+        .sign(key);
     },
+    async enrolledDevice(m, name) {
+      const jwk = await exportJWK((await generateKeyPair('ES256', { extractable: true })).publicKey);
+      const rows = await asOwner<{ id: string }>(
+        `INSERT INTO identity.devices
+           (tenant_id, owner_id, name, platform, status, public_jwk, key_thumbprint, client_id, enrolled_at)
+         VALUES ($1, $2, $3, 'linux', 'ENROLLED', $4::text::jsonb, $5, 'agentgraph-desktop', now()) RETURNING id`,
+        [m.tenantId, m.userId, name, JSON.stringify(jwk), await calculateJwkThumbprint(jwk, 'sha256')],
+      );
+      return rows[0]!.id;
+    },
+    asOwner,
     async close() {
       await served.close();
+      await revocations.close();
       await handle.close();
       await testDb.drop();
     },

@@ -49,12 +49,14 @@ describe('JWKS', () => {
     expect(res.status).toBe(200);
     expect(res.headers.get('cache-control')).toContain('max-age=300');
     const jwks = (await res.json()) as { keys: JWK[] };
-    expect(jwks.keys).toHaveLength(1);
-    const key = jwks.keys[0]!;
-    expect(Object.keys(key).sort()).toEqual(['alg', 'crv', 'kid', 'kty', 'use', 'x', 'y']);
-    expect(key).not.toHaveProperty('d');
-    expect(key).toMatchObject({ kty: 'EC', crv: 'P-256', alg: 'ES256', use: 'sig' });
-    expect(key.kid).toBe(await calculateJwkThumbprint(key, 'sha256'));
+    // The active key, then the pending one published ahead of the next rotation.
+    expect(jwks.keys).toHaveLength(2);
+    for (const key of jwks.keys) {
+      expect(Object.keys(key).sort()).toEqual(['alg', 'crv', 'kid', 'kty', 'use', 'x', 'y']);
+      expect(key).not.toHaveProperty('d');
+      expect(key).toMatchObject({ kty: 'EC', crv: 'P-256', alg: 'ES256', use: 'sig' });
+      expect(key.kid).toBe(await calculateJwkThumbprint(key, 'sha256'));
+    }
   });
 
   it('answers 405 to other methods', async () => {
@@ -76,7 +78,7 @@ describe('access tokens', () => {
       sub: acme.userId,
       tid: acme.tenantId,
       role: 'OWNER',
-      scope: '',
+      scope: 'api:read api:write',
     });
     expect(claims.exp! - claims.iat!).toBe(900);
     expect(claims.jti).toMatch(/^[0-9a-f-]{36}$/);
@@ -84,7 +86,9 @@ describe('access tokens', () => {
       tenantId: acme.tenantId,
       principalId: acme.userId,
       role: 'OWNER',
-      scopes: [],
+      scopes: ['api:read', 'api:write'],
+      tokenId: claims.jti,
+      issuedAt: claims.iat,
     });
   });
 

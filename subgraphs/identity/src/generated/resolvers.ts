@@ -43,6 +43,14 @@ export type Query = {
   viewer: Viewer;
   /** A device of the caller's tenant. */
   device: Maybe<Device>;
+  /** The caller's tenant (the one the access token is for). */
+  tenant: Tenant;
+  /**
+   * What a device asking to enrol wants, by the user code it shows (RFC 8628 device authorization grant): shown to a
+   * signed-in member before they approve or deny. An unknown, expired or used code is NOT_FOUND, and each such wrong
+   * code counts as a failed guess: the 6th within the window is RATE_LIMITED (extensions.retryAfterMs).
+   */
+  deviceAuthorization: Maybe<DeviceAuthorization>;
 };
 
 
@@ -50,12 +58,54 @@ export type QueryDeviceArgs = {
   id: Scalars['ID']['input'];
 };
 
+
+export type QueryDeviceAuthorizationArgs = {
+  userCode: Scalars['String']['input'];
+};
+
 export type Mutation = {
   __typename?: 'Mutation';
-  /** Register a desktop device for the caller. It starts PENDING until enrolment completes. */
+  /**
+   * Register a desktop device for the caller. It starts PENDING until enrolment completes.
+   * @deprecated Devices enrol with the device authorization grant (RFC 8628); see approveDeviceAuthorization.
+   */
   registerDevice: RegisterDevicePayload;
   /** Change the caller's display name. */
   updateProfile: UpdateProfilePayload;
+  /**
+   * Approve a device's enrolment request (RFC 8628): the device becomes ENROLLED, owned by the caller, with the public
+   * key it sent, and its next poll of the token endpoint gets its tokens. Needs OPERATOR or higher.
+   */
+  approveDeviceAuthorization: ApproveDeviceAuthorizationPayload;
+  /** Deny a device's enrolment request: its next poll gets access_denied. Needs OPERATOR or higher. */
+  denyDeviceAuthorization: DenyDeviceAuthorizationPayload;
+  /**
+   * Revoke a device: status REVOKED, its refresh tokens deleted and its access tokens refused everywhere within a
+   * second. The device's owner or an ADMIN or OWNER. Revoking a revoked device changes nothing.
+   */
+  revokeDevice: RevokeDevicePayload;
+  /** Rename a device. The device's owner or an ADMIN or OWNER. */
+  renameDevice: RenameDevicePayload;
+  /**
+   * Allow or forbid remote actions on the calling device. Only the device's own access token may call this (the
+   * decision of its local user); a web user's token is FORBIDDEN.
+   */
+  setRemoteActionsEnabled: SetRemoteActionsEnabledPayload;
+  /**
+   * Add an existing user to the caller's tenant. Needs ADMIN or higher; only an OWNER may add an OWNER. Users are
+   * created by the admin CLI or sign-up, not here: an unknown e-mail is NOT_FOUND.
+   */
+  addMember: AddMemberPayload;
+  /**
+   * Change a member's role. Needs ADMIN or higher; making or unmaking an OWNER needs an OWNER, and a tenant always
+   * keeps at least one OWNER.
+   */
+  changeMemberRole: ChangeMemberRolePayload;
+  /**
+   * Remove a member from the tenant: their sign-ins and refresh tokens end, their access tokens are refused within a
+   * second, and their devices are revoked and handed to the caller. Same role rules as changeMemberRole.
+   */
+  removeMember: RemoveMemberPayload;
 };
 
 
@@ -67,6 +117,56 @@ export type MutationRegisterDeviceArgs = {
 
 export type MutationUpdateProfileArgs = {
   input: UpdateProfileInput;
+  idempotencyKey: Scalars['ID']['input'];
+};
+
+
+export type MutationApproveDeviceAuthorizationArgs = {
+  userCode: Scalars['String']['input'];
+  idempotencyKey: Scalars['ID']['input'];
+};
+
+
+export type MutationDenyDeviceAuthorizationArgs = {
+  userCode: Scalars['String']['input'];
+  idempotencyKey: Scalars['ID']['input'];
+};
+
+
+export type MutationRevokeDeviceArgs = {
+  id: Scalars['ID']['input'];
+  idempotencyKey: Scalars['ID']['input'];
+};
+
+
+export type MutationRenameDeviceArgs = {
+  id: Scalars['ID']['input'];
+  name: Scalars['String']['input'];
+  idempotencyKey: Scalars['ID']['input'];
+};
+
+
+export type MutationSetRemoteActionsEnabledArgs = {
+  enabled: Scalars['Boolean']['input'];
+  idempotencyKey: Scalars['ID']['input'];
+};
+
+
+export type MutationAddMemberArgs = {
+  input: AddMemberInput;
+  idempotencyKey: Scalars['ID']['input'];
+};
+
+
+export type MutationChangeMemberRoleArgs = {
+  userId: Scalars['ID']['input'];
+  role: Role;
+  idempotencyKey: Scalars['ID']['input'];
+};
+
+
+export type MutationRemoveMemberArgs = {
+  userId: Scalars['ID']['input'];
   idempotencyKey: Scalars['ID']['input'];
 };
 
@@ -175,6 +275,12 @@ export type Device = {
   remoteActionsEnabled: Scalars['Boolean']['output'];
   owner: User;
   createdAt: Scalars['DateTime']['output'];
+  /** When the device was enrolled (its enrolment request approved); null while PENDING. */
+  enrolledAt: Maybe<Scalars['DateTime']['output']>;
+  /** When the device was revoked; null unless REVOKED. */
+  revokedAt: Maybe<Scalars['DateTime']['output']>;
+  /** RFC 7638 SHA-256 thumbprint of the public key the device signs its reports with; null while PENDING. */
+  keyThumbprint: Maybe<Scalars['String']['output']>;
 };
 
 export type DeviceConnection = {
@@ -206,6 +312,72 @@ export type UpdateProfileInput = {
 export type UpdateProfilePayload = {
   __typename?: 'UpdateProfilePayload';
   user: User;
+};
+
+/** A device asking to enrol with the device authorization grant (RFC 8628), as the approving member sees it. */
+export type DeviceAuthorization = {
+  __typename?: 'DeviceAuthorization';
+  /** Canonical form of the user code, XXXX-XXXX. */
+  userCode: Scalars['String']['output'];
+  clientId: Scalars['String']['output'];
+  clientName: Scalars['String']['output'];
+  /** Scopes the device asks for, e.g. openid offline_access api:read api:write. */
+  scopes: Array<Scalars['String']['output']>;
+  /** The name the device gave itself. */
+  deviceName: Scalars['String']['output'];
+  /** windows, macos or linux. */
+  platform: Scalars['String']['output'];
+  /** RFC 7638 SHA-256 thumbprint of the public key the device will sign its reports with. */
+  keyThumbprint: Scalars['String']['output'];
+  /** When the request expires unless approved or denied. */
+  expiresAt: Scalars['DateTime']['output'];
+};
+
+export type ApproveDeviceAuthorizationPayload = {
+  __typename?: 'ApproveDeviceAuthorizationPayload';
+  device: Device;
+};
+
+export type DenyDeviceAuthorizationPayload = {
+  __typename?: 'DenyDeviceAuthorizationPayload';
+  denied: Scalars['Boolean']['output'];
+};
+
+export type RevokeDevicePayload = {
+  __typename?: 'RevokeDevicePayload';
+  device: Device;
+};
+
+export type RenameDevicePayload = {
+  __typename?: 'RenameDevicePayload';
+  device: Device;
+};
+
+export type SetRemoteActionsEnabledPayload = {
+  __typename?: 'SetRemoteActionsEnabledPayload';
+  device: Device;
+};
+
+export type AddMemberInput = {
+  /** E-mail of an existing user. */
+  email: Scalars['String']['input'];
+  role: Role;
+};
+
+export type AddMemberPayload = {
+  __typename?: 'AddMemberPayload';
+  membership: Membership;
+};
+
+export type ChangeMemberRolePayload = {
+  __typename?: 'ChangeMemberRolePayload';
+  membership: Membership;
+};
+
+export type RemoveMemberPayload = {
+  __typename?: 'RemoveMemberPayload';
+  /** The user who is no longer a member (they are not visible in this tenant any more). */
+  userId: Scalars['ID']['output'];
 };
 
 
@@ -337,6 +509,16 @@ export type ResolversTypes = {
   RegisterDevicePayload: ResolverTypeWrapper<Omit<RegisterDevicePayload, 'device'> & { device: ResolversTypes['Device'] }>;
   UpdateProfileInput: UpdateProfileInput;
   UpdateProfilePayload: ResolverTypeWrapper<Omit<UpdateProfilePayload, 'user'> & { user: ResolversTypes['User'] }>;
+  DeviceAuthorization: ResolverTypeWrapper<DeviceAuthorization>;
+  ApproveDeviceAuthorizationPayload: ResolverTypeWrapper<Omit<ApproveDeviceAuthorizationPayload, 'device'> & { device: ResolversTypes['Device'] }>;
+  DenyDeviceAuthorizationPayload: ResolverTypeWrapper<DenyDeviceAuthorizationPayload>;
+  RevokeDevicePayload: ResolverTypeWrapper<Omit<RevokeDevicePayload, 'device'> & { device: ResolversTypes['Device'] }>;
+  RenameDevicePayload: ResolverTypeWrapper<Omit<RenameDevicePayload, 'device'> & { device: ResolversTypes['Device'] }>;
+  SetRemoteActionsEnabledPayload: ResolverTypeWrapper<Omit<SetRemoteActionsEnabledPayload, 'device'> & { device: ResolversTypes['Device'] }>;
+  AddMemberInput: AddMemberInput;
+  AddMemberPayload: ResolverTypeWrapper<Omit<AddMemberPayload, 'membership'> & { membership: ResolversTypes['Membership'] }>;
+  ChangeMemberRolePayload: ResolverTypeWrapper<Omit<ChangeMemberRolePayload, 'membership'> & { membership: ResolversTypes['Membership'] }>;
+  RemoveMemberPayload: ResolverTypeWrapper<RemoveMemberPayload>;
 };
 
 /** Mapping between all available schema types and the resolvers parents */
@@ -365,6 +547,16 @@ export type ResolversParentTypes = {
   RegisterDevicePayload: Omit<RegisterDevicePayload, 'device'> & { device: ResolversParentTypes['Device'] };
   UpdateProfileInput: UpdateProfileInput;
   UpdateProfilePayload: Omit<UpdateProfilePayload, 'user'> & { user: ResolversParentTypes['User'] };
+  DeviceAuthorization: DeviceAuthorization;
+  ApproveDeviceAuthorizationPayload: Omit<ApproveDeviceAuthorizationPayload, 'device'> & { device: ResolversParentTypes['Device'] };
+  DenyDeviceAuthorizationPayload: DenyDeviceAuthorizationPayload;
+  RevokeDevicePayload: Omit<RevokeDevicePayload, 'device'> & { device: ResolversParentTypes['Device'] };
+  RenameDevicePayload: Omit<RenameDevicePayload, 'device'> & { device: ResolversParentTypes['Device'] };
+  SetRemoteActionsEnabledPayload: Omit<SetRemoteActionsEnabledPayload, 'device'> & { device: ResolversParentTypes['Device'] };
+  AddMemberInput: AddMemberInput;
+  AddMemberPayload: Omit<AddMemberPayload, 'membership'> & { membership: ResolversParentTypes['Membership'] };
+  ChangeMemberRolePayload: Omit<ChangeMemberRolePayload, 'membership'> & { membership: ResolversParentTypes['Membership'] };
+  RemoveMemberPayload: RemoveMemberPayload;
 };
 
 export type PrivacyDirectiveArgs = {
@@ -388,11 +580,21 @@ export type QueryResolvers<ContextType = SubgraphContext, ParentType extends Res
   capabilities?: Resolver<ResolversTypes['Capabilities'], ParentType, ContextType>;
   viewer?: Resolver<ResolversTypes['Viewer'], ParentType, ContextType>;
   device?: Resolver<Maybe<ResolversTypes['Device']>, ParentType, ContextType, RequireFields<QueryDeviceArgs, 'id'>>;
+  tenant?: Resolver<ResolversTypes['Tenant'], ParentType, ContextType>;
+  deviceAuthorization?: Resolver<Maybe<ResolversTypes['DeviceAuthorization']>, ParentType, ContextType, RequireFields<QueryDeviceAuthorizationArgs, 'userCode'>>;
 };
 
 export type MutationResolvers<ContextType = SubgraphContext, ParentType extends ResolversParentTypes['Mutation'] = ResolversParentTypes['Mutation']> = {
   registerDevice?: Resolver<ResolversTypes['RegisterDevicePayload'], ParentType, ContextType, RequireFields<MutationRegisterDeviceArgs, 'input' | 'idempotencyKey'>>;
   updateProfile?: Resolver<ResolversTypes['UpdateProfilePayload'], ParentType, ContextType, RequireFields<MutationUpdateProfileArgs, 'input' | 'idempotencyKey'>>;
+  approveDeviceAuthorization?: Resolver<ResolversTypes['ApproveDeviceAuthorizationPayload'], ParentType, ContextType, RequireFields<MutationApproveDeviceAuthorizationArgs, 'userCode' | 'idempotencyKey'>>;
+  denyDeviceAuthorization?: Resolver<ResolversTypes['DenyDeviceAuthorizationPayload'], ParentType, ContextType, RequireFields<MutationDenyDeviceAuthorizationArgs, 'userCode' | 'idempotencyKey'>>;
+  revokeDevice?: Resolver<ResolversTypes['RevokeDevicePayload'], ParentType, ContextType, RequireFields<MutationRevokeDeviceArgs, 'id' | 'idempotencyKey'>>;
+  renameDevice?: Resolver<ResolversTypes['RenameDevicePayload'], ParentType, ContextType, RequireFields<MutationRenameDeviceArgs, 'id' | 'name' | 'idempotencyKey'>>;
+  setRemoteActionsEnabled?: Resolver<ResolversTypes['SetRemoteActionsEnabledPayload'], ParentType, ContextType, RequireFields<MutationSetRemoteActionsEnabledArgs, 'enabled' | 'idempotencyKey'>>;
+  addMember?: Resolver<ResolversTypes['AddMemberPayload'], ParentType, ContextType, RequireFields<MutationAddMemberArgs, 'input' | 'idempotencyKey'>>;
+  changeMemberRole?: Resolver<ResolversTypes['ChangeMemberRolePayload'], ParentType, ContextType, RequireFields<MutationChangeMemberRoleArgs, 'userId' | 'role' | 'idempotencyKey'>>;
+  removeMember?: Resolver<ResolversTypes['RemoveMemberPayload'], ParentType, ContextType, RequireFields<MutationRemoveMemberArgs, 'userId' | 'idempotencyKey'>>;
 };
 
 export type CapabilitiesResolvers<ContextType = SubgraphContext, ParentType extends ResolversParentTypes['Capabilities'] = ResolversParentTypes['Capabilities']> = {
@@ -465,6 +667,9 @@ export type DeviceResolvers<ContextType = SubgraphContext, ParentType extends Re
   remoteActionsEnabled?: Resolver<ResolversTypes['Boolean'], ParentType, ContextType>;
   owner?: Resolver<ResolversTypes['User'], ParentType, ContextType>;
   createdAt?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;
+  enrolledAt?: Resolver<Maybe<ResolversTypes['DateTime']>, ParentType, ContextType>;
+  revokedAt?: Resolver<Maybe<ResolversTypes['DateTime']>, ParentType, ContextType>;
+  keyThumbprint?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
 };
 
 export type DeviceConnectionResolvers<ContextType = SubgraphContext, ParentType extends ResolversParentTypes['DeviceConnection'] = ResolversParentTypes['DeviceConnection']> = {
@@ -483,6 +688,49 @@ export type RegisterDevicePayloadResolvers<ContextType = SubgraphContext, Parent
 
 export type UpdateProfilePayloadResolvers<ContextType = SubgraphContext, ParentType extends ResolversParentTypes['UpdateProfilePayload'] = ResolversParentTypes['UpdateProfilePayload']> = {
   user?: Resolver<ResolversTypes['User'], ParentType, ContextType>;
+};
+
+export type DeviceAuthorizationResolvers<ContextType = SubgraphContext, ParentType extends ResolversParentTypes['DeviceAuthorization'] = ResolversParentTypes['DeviceAuthorization']> = {
+  userCode?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  clientId?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  clientName?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  scopes?: Resolver<Array<ResolversTypes['String']>, ParentType, ContextType>;
+  deviceName?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  platform?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  keyThumbprint?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  expiresAt?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;
+};
+
+export type ApproveDeviceAuthorizationPayloadResolvers<ContextType = SubgraphContext, ParentType extends ResolversParentTypes['ApproveDeviceAuthorizationPayload'] = ResolversParentTypes['ApproveDeviceAuthorizationPayload']> = {
+  device?: Resolver<ResolversTypes['Device'], ParentType, ContextType>;
+};
+
+export type DenyDeviceAuthorizationPayloadResolvers<ContextType = SubgraphContext, ParentType extends ResolversParentTypes['DenyDeviceAuthorizationPayload'] = ResolversParentTypes['DenyDeviceAuthorizationPayload']> = {
+  denied?: Resolver<ResolversTypes['Boolean'], ParentType, ContextType>;
+};
+
+export type RevokeDevicePayloadResolvers<ContextType = SubgraphContext, ParentType extends ResolversParentTypes['RevokeDevicePayload'] = ResolversParentTypes['RevokeDevicePayload']> = {
+  device?: Resolver<ResolversTypes['Device'], ParentType, ContextType>;
+};
+
+export type RenameDevicePayloadResolvers<ContextType = SubgraphContext, ParentType extends ResolversParentTypes['RenameDevicePayload'] = ResolversParentTypes['RenameDevicePayload']> = {
+  device?: Resolver<ResolversTypes['Device'], ParentType, ContextType>;
+};
+
+export type SetRemoteActionsEnabledPayloadResolvers<ContextType = SubgraphContext, ParentType extends ResolversParentTypes['SetRemoteActionsEnabledPayload'] = ResolversParentTypes['SetRemoteActionsEnabledPayload']> = {
+  device?: Resolver<ResolversTypes['Device'], ParentType, ContextType>;
+};
+
+export type AddMemberPayloadResolvers<ContextType = SubgraphContext, ParentType extends ResolversParentTypes['AddMemberPayload'] = ResolversParentTypes['AddMemberPayload']> = {
+  membership?: Resolver<ResolversTypes['Membership'], ParentType, ContextType>;
+};
+
+export type ChangeMemberRolePayloadResolvers<ContextType = SubgraphContext, ParentType extends ResolversParentTypes['ChangeMemberRolePayload'] = ResolversParentTypes['ChangeMemberRolePayload']> = {
+  membership?: Resolver<ResolversTypes['Membership'], ParentType, ContextType>;
+};
+
+export type RemoveMemberPayloadResolvers<ContextType = SubgraphContext, ParentType extends ResolversParentTypes['RemoveMemberPayload'] = ResolversParentTypes['RemoveMemberPayload']> = {
+  userId?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
 };
 
 export type Resolvers<ContextType = SubgraphContext> = {
@@ -504,6 +752,15 @@ export type Resolvers<ContextType = SubgraphContext> = {
   DeviceEdge?: DeviceEdgeResolvers<ContextType>;
   RegisterDevicePayload?: RegisterDevicePayloadResolvers<ContextType>;
   UpdateProfilePayload?: UpdateProfilePayloadResolvers<ContextType>;
+  DeviceAuthorization?: DeviceAuthorizationResolvers<ContextType>;
+  ApproveDeviceAuthorizationPayload?: ApproveDeviceAuthorizationPayloadResolvers<ContextType>;
+  DenyDeviceAuthorizationPayload?: DenyDeviceAuthorizationPayloadResolvers<ContextType>;
+  RevokeDevicePayload?: RevokeDevicePayloadResolvers<ContextType>;
+  RenameDevicePayload?: RenameDevicePayloadResolvers<ContextType>;
+  SetRemoteActionsEnabledPayload?: SetRemoteActionsEnabledPayloadResolvers<ContextType>;
+  AddMemberPayload?: AddMemberPayloadResolvers<ContextType>;
+  ChangeMemberRolePayload?: ChangeMemberRolePayloadResolvers<ContextType>;
+  RemoveMemberPayload?: RemoveMemberPayloadResolvers<ContextType>;
 };
 
 export type DirectiveResolvers<ContextType = SubgraphContext> = {
