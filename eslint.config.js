@@ -36,7 +36,6 @@ export default tseslint.config(
       'coverage/**',
       'bench/results/**',
       'sdks/**',
-      'sdk-templates/**',
       '**/generated/**',
       'schemas/*.graphql',
     ],
