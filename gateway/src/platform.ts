@@ -117,7 +117,13 @@ export async function startPlatform(input: Config, opts: PlatformOptions): Promi
       return verifier(authorization);
     };
     const [identity, ...others] = SUBGRAPH_MODULES;
-    const identityServed = await serveSubgraph(identity!, { config, db, log, verifyToken: lazyVerifier });
+    const identityServed = await serveSubgraph(identity!, {
+      config,
+      db,
+      log,
+      verifyToken: lazyVerifier,
+      revocations,
+    });
     served.push(identityServed);
     const identityOrigin = new URL(identityServed.url).origin;
     // The same config object identity's routes hold: /dev/token signs with the actual issuer from here on.
@@ -136,7 +142,7 @@ export async function startPlatform(input: Config, opts: PlatformOptions): Promi
         keys: config.jwksUrl,
         revocations,
       });
-      const s = await serveSubgraph(module, { config, db, log, verifyToken });
+      const s = await serveSubgraph(module, { config, db, log, verifyToken, revocations });
       served.push(s);
       if (!explicit.urls[module.name]) config.subgraphUrls[module.name] = `${s.url}/graphql`;
       config.subgraphPorts[module.name] = Number(new URL(s.url).port);

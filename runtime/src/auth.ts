@@ -123,6 +123,7 @@ export function createTokenVerifier(opts: TokenVerifierOptions): TokenVerifier {
       ...(c.did !== undefined && { deviceId: c.did }),
       ...(c.client_id !== undefined && { clientId: c.client_id }),
       ...(c.iat !== undefined && { issuedAt: c.iat }),
+      expiresAt: (payload as { exp: number }).exp,
       ...(c.act !== undefined && { actor: c.act.sub }),
     };
     verified.set(token, { auth, exp: (payload as { exp: number }).exp });

@@ -21,3 +21,4 @@ export * from './tenancy.js';
 export * from './tenant-read.js';
 export * from './stop-on-signals.js';
 export * from './revocation.js';
+export * from './stream-guard.js';

@@ -119,6 +119,8 @@ export interface RevocationList {
   close(): Promise<void>;
   /** Live entries held (for tests and metrics). */
   readonly size: number;
+  /** Calls `listener` after every change (a new or extended revocation); returns the unsubscribe function. */
+  subscribe(listener: () => void): () => void;
 }
 
 export interface RevocationListOptions {
@@ -143,6 +145,16 @@ export function createRevocationList(
   let sweepAt = 1024;
   let closed = false;
   let unlisten: (() => Promise<void>) | null = null;
+  const listeners = new Set<() => void>();
+  const changed = () => {
+    for (const l of listeners) {
+      try {
+        l();
+      } catch (error) {
+        log.error('a token revocation listener failed', { error });
+      }
+    }
+  };
 
   const sweep = () => {
     const cutoff = now() - REVOCATION_GRACE_MS;
@@ -188,6 +200,7 @@ export function createRevocationList(
     // Adds only: a revocation never becomes valid again before it expires, so merging is always right, also with
     // notifications that arrive while this runs.
     for (const r of rows) add(r.kind, r.value, Number(r.expires_ms), Number(r.revoked_ms));
+    if (rows.length) changed();
     return rows.length;
   };
 
@@ -212,6 +225,7 @@ export function createRevocationList(
       return;
     }
     add(parsed.kind, parsed.value, parsed.expiresAt, parsed.revokedAt);
+    changed();
   };
 
   const ready = (async () => {
@@ -241,6 +255,10 @@ export function createRevocationList(
     ready,
     get size() {
       return entries.size;
+    },
+    subscribe(listener) {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
     },
     async close() {
       closed = true;

@@ -12,7 +12,7 @@ import { openDatabase } from './db/open.js';
 import type { MigrationSet } from './db/migrate.js';
 import type { Database } from './db/types.js';
 import { createLogger, type Logger } from './log.js';
-import { createRevocationList } from './revocation.js';
+import { createRevocationList, type RevocationList } from './revocation.js';
 import { stopOnSignals } from './stop-on-signals.js';
 import {
   createSubgraphServer,
@@ -61,7 +61,12 @@ export interface ServedSubgraph extends RunningServer {
  */
 export async function serveSubgraph(
   module: SubgraphModule,
-  deps: SubgraphDeps & { verifyToken?: TokenVerifier; port?: number },
+  deps: SubgraphDeps & {
+    verifyToken?: TokenVerifier;
+    port?: number;
+    /** The list a caller-supplied verifier uses, so streams end on revocation too. */
+    revocations?: RevocationList;
+  },
 ): Promise<ServedSubgraph> {
   const { config, db } = deps;
   const log = deps.log.child({ subgraph: module.name });
@@ -88,6 +93,7 @@ export async function serveSubgraph(
     log,
     verifyToken,
     routes: module.routes?.({ config, db, log }),
+    revocations: revocations ?? deps.revocations,
   });
   let running: RunningServer;
   try {

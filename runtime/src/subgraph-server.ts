@@ -30,6 +30,8 @@ import { GRAPHQL_RESPONSE_JSON, parseJsonBody, readBody, sendJson, sendThrown } 
 import { checkDocumentLimits } from './limits.js';
 import { correlationIdFrom, withCorrelationId, type Logger } from './log.js';
 import { Lru } from './lru.js';
+import type { RevocationList } from './revocation.js';
+import { createStreamGuard, endWithReason } from './stream-guard.js';
 import type { AuthContext } from './tenancy.js';
 
 export interface SubgraphContext {
@@ -56,6 +58,8 @@ export interface SubgraphServerOptions {
   verifyToken: TokenVerifier;
   /** Extra routes by exact path; the key '*' (if any) answers every other path (identity's OAuth provider). */
   routes?: Record<string, RouteHandler>;
+  /** When given, a stream ends as soon as its token is revoked (it always ends when its token expires). */
+  revocations?: Pick<RevocationList, 'isRevoked' | 'subscribe'>;
 }
 
 export interface RunningServer {
@@ -107,6 +111,7 @@ export function createSubgraphServer(opts: SubgraphServerOptions): {
   const documents = new Lru<string, Prepared>(1000);
   const rules = config.introspection ? specifiedRules : [...specifiedRules, NoSchemaIntrospectionCustomRule];
   const streams = new Set<AbortController>();
+  const guard = createStreamGuard({ revocations: opts.revocations });
   let shuttingDown = false;
 
   const prepare = (query: string): Prepared => {
@@ -213,23 +218,24 @@ export function createSubgraphServer(opts: SubgraphServerOptions): {
       // The response, not the request: since Node 16 a request emits 'close' once its body is read, before the
       // stream even starts, so the client leaving was never noticed. The response closes when the client goes.
       const res = req.context.res;
+      let unwatch = () => undefined as void;
       const gone = () => {
         abort.abort();
         streams.delete(abort);
+        unwatch();
         // While shutting down, a finished stream leaves an idle keep-alive socket that would hold close() open.
         if (shuttingDown) setImmediate(() => server.closeIdleConnections());
       };
       if (res.closed) gone();
       else res.once('close', gone);
       const { document } = typeof params.query === 'string' ? prepare(params.query) : {};
-      return (await contextFor(
-        raw,
-        correlationId,
-        abort.signal,
-        document,
-        params.operationName,
-      )) as SubgraphContext & Record<PropertyKey, unknown>;
+      const ctx = await contextFor(raw, correlationId, abort.signal, document, params.operationName);
+      if (!res.closed) unwatch = guard.watch(ctx.auth, abort);
+      return ctx as SubgraphContext & Record<PropertyKey, unknown>;
     },
+    // A revoked or expired token ends the stream with a last UNAUTHENTICATED event (stream-guard.ts).
+    onOperation: (ctx, _req, _args, result) =>
+      Symbol.asyncIterator in result ? endWithReason(result, ctx.signal) : undefined,
     // Errors inside a stream get the same masking and codes as on /graphql.
     onNext: (ctx, _req, result) =>
       result.errors?.length
@@ -301,6 +307,7 @@ export function createSubgraphServer(opts: SubgraphServerOptions): {
             url,
             async close() {
               shuttingDown = true;
+              guard.close();
               for (const s of streams) s.abort();
               await new Promise<void>((r) => {
                 server.close(() => r());

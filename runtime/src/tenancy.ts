@@ -21,6 +21,8 @@ export interface AuthContext {
   clientId?: string;
   /** `iat` (epoch seconds): revocations of a member refuse tokens issued up to the revocation, not after. */
   issuedAt?: number;
+  /** `exp` (epoch seconds): a stream opened with the token ends when it expires. */
+  expiresAt?: number;
   /**
    * `act.sub` (RFC 8693): set on a token obtained by token exchange, naming the client that acts for the subject
    * (e.g. the desktop host minting a sidecar token). Such tokens may not do what only the subject itself may.

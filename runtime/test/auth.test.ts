@@ -79,6 +79,7 @@ describe('createTokenVerifier', () => {
       role: 'ADMIN',
       scopes: ['memory:read', 'memory:write'],
       issuedAt: expect.any(Number),
+      expiresAt: expect.any(Number),
     });
   });
 
@@ -185,6 +186,7 @@ describe('createTokenVerifier', () => {
       deviceId,
       clientId: 'agentgraph-desktop',
       issuedAt: expect.any(Number),
+      expiresAt: expect.any(Number),
     });
   });
 

@@ -89,6 +89,7 @@ describe('access tokens', () => {
       scopes: ['api:read', 'api:write'],
       tokenId: claims.jti,
       issuedAt: claims.iat,
+      expiresAt: claims.exp,
     });
   });
 

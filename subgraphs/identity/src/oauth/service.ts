@@ -118,10 +118,13 @@ function createOAuthService(deps: SubgraphDeps, opts: OAuthServiceOptions): OAut
           retryAfterMs: 1000,
         });
       }
-      return provider;
+      if (provider.issuer !== deps.config.tokenIssuer) build();
+      return provider!;
     },
     async handler(req, res) {
       await whenReady();
+      // npm start learns identity's real origin (port 0 in tests) only after it listens, and sets the issuer then.
+      if (provider!.issuer !== deps.config.tokenIssuer) build();
       await callback!(req, res);
     },
     refreshKeys,

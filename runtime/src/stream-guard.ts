@@ -1,0 +1,106 @@
+/**
+ * Streams live longer than the token that opened them. The guard ends a subscription when its token is revoked
+ * (within the revocation list's propagation, i.e. a second) or expires: it aborts the stream's signal with an
+ * UNAUTHENTICATED AppError, and `endWithReason` turns that into a last event the client can act on (refresh the
+ * token, reconnect with its resume argument) before the stream completes.
+ */
+import type { ExecutionResult } from 'graphql';
+import { AppError } from './errors.js';
+import type { RevocationList } from './revocation.js';
+import type { AuthContext } from './tenancy.js';
+
+export interface StreamGuard {
+  /** Watches one stream; returns the function to call when it ends. */
+  watch(auth: AuthContext | null, abort: AbortController): () => void;
+  close(): void;
+}
+
+export interface StreamGuardOptions {
+  revocations?: Pick<RevocationList, 'isRevoked' | 'subscribe'>;
+  /** Epoch milliseconds (tests). */
+  now?: () => number;
+  setTimer?: (fn: () => void, ms: number) => { clear(): void };
+}
+
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+function defaultTimer(fn: () => void, ms: number): { clear(): void } {
+  const t = setTimeout(fn, Math.min(ms, MAX_TIMER_MS));
+  t.unref();
+  return { clear: () => clearTimeout(t) };
+}
+
+export function createStreamGuard(opts: StreamGuardOptions = {}): StreamGuard {
+  const now = opts.now ?? Date.now;
+  const setTimer = opts.setTimer ?? defaultTimer;
+  const watched = new Map<AbortController, AuthContext>();
+  const unsubscribe = opts.revocations?.subscribe(() => {
+    for (const [abort, auth] of watched) {
+      if (opts.revocations!.isRevoked(auth)) {
+        abort.abort(
+          new AppError(
+            'UNAUTHENTICATED',
+            'The access token of this stream was revoked. Sign in again to resubscribe.',
+          ),
+        );
+      }
+    }
+  });
+  return {
+    watch(auth, abort) {
+      if (!auth) return () => undefined;
+      watched.set(abort, auth);
+      const timer =
+        auth.expiresAt === undefined
+          ? null
+          : setTimer(
+              () =>
+                abort.abort(
+                  new AppError(
+                    'UNAUTHENTICATED',
+                    'The access token of this stream expired. Refresh it and resubscribe with your resume argument.',
+                  ),
+                ),
+              Math.max(0, auth.expiresAt * 1000 - now()),
+            );
+      return () => {
+        watched.delete(abort);
+        timer?.clear();
+      };
+    },
+    close() {
+      unsubscribe?.();
+      watched.clear();
+    },
+  };
+}
+
+const ABORTED = Symbol('aborted');
+
+/**
+ * Passes a subscription's results through until `signal` aborts; then, if the abort carries an AppError, sends it
+ * as a last result, and completes (closing the source), whether or not the source itself watches the signal.
+ */
+export async function* endWithReason<T>(
+  source: AsyncIterable<T>,
+  signal: AbortSignal,
+): AsyncGenerator<T | ExecutionResult> {
+  const it = source[Symbol.asyncIterator]();
+  const aborted = new Promise<typeof ABORTED>((resolve) => {
+    if (signal.aborted) resolve(ABORTED);
+    else signal.addEventListener('abort', () => resolve(ABORTED), { once: true });
+  });
+  try {
+    for (;;) {
+      const next = await Promise.race([it.next(), aborted]);
+      if (next === ABORTED) break;
+      if (next.done) return;
+      yield next.value;
+    }
+    if (signal.reason instanceof AppError) yield { errors: [signal.reason] };
+  } finally {
+    // Not awaited: an async generator suspended in an await finishes its return() only when it resumes, and the
+    // stream must end now. The source cleans up (its finally blocks run) as soon as it does resume.
+    Promise.resolve(it.return?.()).catch(() => undefined);
+  }
+}
