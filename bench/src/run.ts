@@ -6,6 +6,7 @@
  *   npm run bench                       subgraph direct, ours, stock @apollo/gateway, stock + keep-alive, Hive
  *   npm run bench -- --profile          ours (and the subgraphs) under node --cpu-prof; prints where the time goes
  *   npm run bench -- --subgraph-servers coordination subgraph on our runtime server vs Fastify + mercurius
+ *   npm run bench -- --auth             token verification overhead at the gateway, token endpoint throughput
  *
  * Options: --connections 32 --warmup 3 --duration 10 --targets direct,ours,stock,stock-keepalive,hive
  * See bench/README.md for what the numbers mean and their caveats.
@@ -31,11 +32,16 @@ import { machineInfo, table, writeResults, type TargetResult } from './lib/repor
 import type { LoadJob, LoadResult } from './procs/load.js';
 import type { SubgraphsReady } from './procs/subgraphs.js';
 import { provisionTestDatabase, type TestDatabase } from '../../test/src/database.js';
+import { runAuthBench } from './auth/run-auth.js';
 
 const { values: args } = parseArgs({
   options: {
     profile: { type: 'boolean', default: false },
     'subgraph-servers': { type: 'boolean', default: false },
+    auth: { type: 'boolean', default: false },
+    'token-concurrency': { type: 'string', default: '16' },
+    'token-pool': { type: 'string', default: '12000' },
+    rate: { type: 'string', default: '400' },
     connections: { type: 'string', default: '32' },
     warmup: { type: 'string', default: '3' },
     duration: { type: 'string', default: '10' },
@@ -47,7 +53,13 @@ const { values: args } = parseArgs({
   },
 });
 
-const MODE = args['subgraph-servers'] ? 'subgraph-servers' : args.profile ? 'profile' : 'gateway';
+const MODE = args.auth
+  ? 'auth'
+  : args['subgraph-servers']
+    ? 'subgraph-servers'
+    : args.profile
+      ? 'profile'
+      : 'gateway';
 const CONNECTIONS = Number(args.connections);
 const WARMUP = Number(args.warmup);
 const DURATION = Number(args.duration);
@@ -598,6 +610,34 @@ async function main() {
   log(
     `mode ${MODE}; ${machine.cpus} CPUs (${machine.cpuModel}), Node ${machine.node}; results in ${RESULTS_DIR}`,
   );
+  if (MODE === 'auth') {
+    // The auth bench (issue 3) has its own processes and report: see src/auth/run-auth.ts.
+    await runAuthBench({
+      database: DATABASE as 'pglite' | 'postgres',
+      databaseEnv,
+      children,
+      runDir: RUN_DIR,
+      resultsDir: RESULTS_DIR,
+      stamp,
+      priority: PRIORITY,
+      priorityRaised,
+      logLevel: args['log-level']!,
+      machine,
+      log,
+      selfCpuMs,
+      options: {
+        connections: args.connections!,
+        warmup: args.warmup!,
+        duration: args.duration!,
+        tokenConcurrency: args['token-concurrency']!,
+        tokenPool: args['token-pool']!,
+        rounds: args.rounds!,
+        rate: args.rate!,
+      },
+    });
+    console.log(`total ${((Date.now() - started) / 1000).toFixed(0)} s`);
+    return;
+  }
   const profile = MODE === 'profile';
   const { child: subgraphs, ready } = await startSubgraphs(
     profile,
