@@ -7,11 +7,7 @@ import * as client from 'openid-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { withTenant, type AuthContext, type Queryable } from '@agentgraph/runtime';
 import { issueAccessToken } from '../../src/index.js';
-import {
-  approveDeviceAuthorization,
-  findDeviceAuthorization,
-  withUserCodeGuard,
-} from '../../src/oauth/device-approval.js';
+import { approveDeviceAuthorization, findDeviceAuthorization } from '../../src/oauth/device-approval.js';
 import { TOKEN_EXCHANGE_GRANT, TOKEN_TYPE_ACCESS_TOKEN } from '../../src/oauth/constants.js';
 import { deviceEnrolment, startOAuthIdentity, type OAuthHarness } from './harness.js';
 
@@ -23,9 +19,7 @@ afterAll(async () => {
   await h?.close();
 });
 
-function guarded<T>(auth: AuthContext, fn: (tx: Queryable) => Promise<T>): Promise<T> {
-  return withUserCodeGuard(h.oauth, auth, () => withTenant(h.db, auth, fn));
-}
+const guarded = <T>(auth: AuthContext, fn: (tx: Queryable) => Promise<T>): Promise<T> => h.guarded(auth, fn);
 
 async function form(path: string, params: Record<string, string>) {
   const res = await fetch(`${h.issuer}${path}`, {

@@ -11,7 +11,6 @@ import {
   approveDeviceAuthorization,
   denyDeviceAuthorization,
   findDeviceAuthorization,
-  withUserCodeGuard,
 } from '../../src/oauth/device-approval.js';
 import { TOKEN_EXCHANGE_GRANT, TOKEN_TYPE_ACCESS_TOKEN } from '../../src/oauth/constants.js';
 import { deviceEnrolment, startOAuthIdentity, type OAuthHarness } from './harness.js';
@@ -24,9 +23,7 @@ afterAll(async () => {
   await h?.close();
 });
 
-function guarded<T>(auth: AuthContext, fn: (tx: Queryable) => Promise<T>): Promise<T> {
-  return withUserCodeGuard(h.oauth, auth, () => withTenant(h.db, auth, fn));
-}
+const guarded = <T>(auth: AuthContext, fn: (tx: Queryable) => Promise<T>): Promise<T> => h.guarded(auth, fn);
 
 /** A fetch that records every token-endpoint answer (to see what the client was told). */
 function recordingFetch(answers: string[]): client.CustomFetch {

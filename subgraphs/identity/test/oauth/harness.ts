@@ -3,7 +3,6 @@
  * URL and check it), on a fresh test database, with helpers for the OAuth tests: members, a device key pair, and a
  * token verifier that consults the revocation list like every other service.
  */
-import { createServer } from 'node:net';
 import {
   createLogger,
   createRevocationList,
@@ -11,7 +10,9 @@ import {
   loadConfig,
   openDatabase,
   serveSubgraph,
+  withTenant,
   type AuthContext,
+  type Queryable,
   type Config,
   type Database,
   type DatabaseHandle,
@@ -21,21 +22,12 @@ import {
 } from '@agentgraph/runtime';
 import { exportJWK, generateKeyPair } from 'jose';
 import * as client from 'openid-client';
+import { freePort } from '../../../../test/src/ports.js';
 import { provisionTestDatabase, type TestDatabase } from '../../../../test/src/database.js';
 import { bootstrapTenant, identitySubgraph } from '../../src/index.js';
 import { DESKTOP_CLIENT_ID } from '../../src/oauth/constants.js';
+import { withUserCodeGuard } from '../../src/oauth/device-approval.js';
 import { oauthServiceFor, type OAuthService } from '../../src/oauth/service.js';
-
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 export interface OAuthHarness {
   testDb: TestDatabase;
@@ -50,6 +42,8 @@ export interface OAuthHarness {
   logs: string[];
   member(tenant: string, email: string): Promise<{ tenantId: string; userId: string; auth: AuthContext }>;
   desktop(): Promise<client.Configuration>;
+  /** Runs device-approval work the way the page and GraphQL do: under the wrong-guess guard, in a tenant transaction. */
+  guarded<T>(auth: AuthContext, fn: (tx: Queryable) => Promise<T>): Promise<T>;
   close(): Promise<void>;
 }
 
@@ -105,6 +99,9 @@ export async function startOAuthIdentity(env: Record<string, string> = {}): Prom
         userId,
         auth: { tenantId, principalId: userId, role: 'OWNER', scopes: ['api:read', 'api:write'] },
       };
+    },
+    guarded(auth, fn) {
+      return withUserCodeGuard(oauth, auth, () => withTenant(db, auth, fn));
     },
     desktop() {
       return client.discovery(new URL(issuer), DESKTOP_CLIENT_ID, undefined, client.None(), {

@@ -3,7 +3,6 @@
  * check the Origin of form posts against it), on a fresh test database, with a fake clock for the pages, plus a
  * tiny cookie-keeping browser that talks to it.
  */
-import { createServer } from 'node:net';
 import {
   createLogger,
   loadConfig,
@@ -14,22 +13,12 @@ import {
   type DatabaseHandle,
   type ServedSubgraph,
 } from '@agentgraph/runtime';
+import { freePort } from '../../../../test/src/ports.js';
 import { provisionTestDatabase, type TestDatabase } from '../../../../test/src/database.js';
 import { bootstrapTenant, identityRoutes, identitySubgraph } from '../../src/index.js';
 import { hashPassword, type ScryptParams } from '../../src/passwords.js';
 import { webRoutes } from '../../src/web/index.js';
 import { parseHtml, type Element } from './parse-html.js';
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 export interface Clock {
   /** null: the real clock. */
