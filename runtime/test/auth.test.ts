@@ -287,6 +287,7 @@ function memoryRevocations(): RevocationList & { revoke(kind: RevocationKind, va
       revoked.has(`subject:${subjectKey(a.tenantId, a.principalId)}`),
     ready: Promise.resolve(),
     size: 0,
+    subscribe: () => () => undefined,
     close: async () => undefined,
   };
 }
