@@ -5,6 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 
 export const SUBGRAPH_NAMES = ['identity', 'memory', 'coordination', 'catalog'] as const;
@@ -17,6 +18,11 @@ const positive = z.coerce.number().int().positive();
 const EnvSchema = z.object({
   AGENTGRAPH_MODE: z.enum(['development', 'production']).default('development'),
   DATABASE_URL: z
+    .string()
+    .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// or postgresql:// URL')
+    .optional(),
+  /** The app role's own login (same database). Strongly advised in production: see runtime/src/db/postgres.ts. */
+  DATABASE_APP_URL: z
     .string()
     .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// or postgresql:// URL')
     .optional(),
@@ -57,6 +63,12 @@ const EnvSchema = z.object({
   CLIENT_TELEMETRY_ENABLED: bool.default(true),
   INTROSPECTION: bool.optional(),
   SHUTDOWN_GRACE_MS: positive.default(10_000),
+  /** Persisted operations at the gateway: off, apq (automatic persisted queries) or trusted (the manifest only). */
+  PERSISTED_QUERIES: z.enum(['off', 'apq', 'trusted']).default('apq'),
+  /** The operations manifest (trusted documents); default: the repository's schemas/operations.manifest.json. */
+  TRUSTED_DOCUMENTS_FILE: z.string().min(1).optional(),
+  /** Budget of the gateway's APQ document cache, in bytes. */
+  PERSISTED_QUERIES_CACHE_BYTES: positive.default(16 * 1024 * 1024),
   /** Space- or comma-separated redirect URIs of the web console (exact match, RFC 9700). */
   OAUTH_CONSOLE_REDIRECT_URIS: z.string().optional(),
   /** Secret for signing identity's cookies (sessions, CSRF); 32+ characters, comma-separated to rotate. */
@@ -70,7 +82,8 @@ const EnvSchema = z.object({
 export interface Config {
   mode: 'development' | 'production';
   database:
-    { driver: 'pglite'; dataDir: string | null } | { driver: 'postgres'; url: string; poolSize: number };
+    | { driver: 'pglite'; dataDir: string | null }
+    | { driver: 'postgres'; url: string; poolSize: number; appUrl: string | null };
   appRole: string;
   dataDir: string;
   host: string;
@@ -98,6 +111,13 @@ export interface Config {
   };
   introspection: boolean;
   shutdownGraceMs: number;
+  /** Persisted operations at the gateway (gateway/src/persisted.ts). */
+  persistedQueries: {
+    mode: 'off' | 'apq' | 'trusted';
+    /** Absolute path of the operations manifest. */
+    manifestFile: string;
+    cacheBytes: number;
+  };
   oauth: {
     /** Redirect URIs the web console may use (authorization code + PKCE), matched exactly. */
     consoleRedirectUris: string[];
@@ -169,7 +189,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   return {
     mode: e.AGENTGRAPH_MODE,
     database: e.DATABASE_URL
-      ? { driver: 'postgres', url: e.DATABASE_URL, poolSize: e.DATABASE_POOL_SIZE }
+      ? {
+          driver: 'postgres',
+          url: e.DATABASE_URL,
+          poolSize: e.DATABASE_POOL_SIZE,
+          appUrl: e.DATABASE_APP_URL ?? null,
+        }
       : { driver: 'pglite', dataDir: e.DATA_DIR === 'memory://' ? null : join(dataDir, 'pglite') },
     appRole: e.DATABASE_APP_ROLE,
     dataDir,
@@ -202,6 +227,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     introspection: e.INTROSPECTION ?? !production,
     shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
+    persistedQueries: {
+      mode: e.PERSISTED_QUERIES,
+      manifestFile: e.TRUSTED_DOCUMENTS_FILE
+        ? resolve(e.TRUSTED_DOCUMENTS_FILE)
+        : fileURLToPath(new URL('../../schemas/operations.manifest.json', import.meta.url)),
+      cacheBytes: e.PERSISTED_QUERIES_CACHE_BYTES,
+    },
     oauth: {
       consoleRedirectUris: (
         e.OAUTH_CONSOLE_REDIRECT_URIS ?? `http://${e.HOST}:${e.GATEWAY_PORT}/auth/callback`

@@ -80,8 +80,20 @@ describe('loadConfig', () => {
       DATABASE_POOL_SIZE: '4',
       CURSOR_SECRET: secret,
     });
-    expect(c.database).toEqual({ driver: 'postgres', url: 'postgres://u@127.0.0.1:5432/db', poolSize: 4 });
+    expect(c.database).toEqual({
+      driver: 'postgres',
+      url: 'postgres://u@127.0.0.1:5432/db',
+      poolSize: 4,
+      appUrl: null,
+    });
     expect(c.cursorSecret).toBe(secret);
+    const own = loadConfig({
+      DATABASE_URL: 'postgres://u@127.0.0.1:5432/db',
+      DATABASE_APP_URL: 'postgres://agentgraph_app@127.0.0.1:5432/db',
+      CURSOR_SECRET: secret,
+    });
+    expect(own.database).toMatchObject({ appUrl: 'postgres://agentgraph_app@127.0.0.1:5432/db' });
+    expect(configError({ DATABASE_APP_URL: 'mysql://x' })).toContain('DATABASE_APP_URL');
   });
 
   it('coerces numbers and booleans from strings', () => {

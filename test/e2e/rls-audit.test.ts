@@ -200,6 +200,21 @@ describe('the application role', () => {
     expect(rows[0]!.who).toBe(appRole);
   });
 
+  it.skipIf(!process.env['DATABASE_URL'])(
+    'logs in as itself on PostgreSQL: even RESET ROLE or SET ROLE cannot leave it (DATABASE_APP_URL)',
+    async () => {
+      const ownerName = (await owner().query<{ u: string }>('SELECT session_user::text AS u')).rows[0]!.u;
+      await db.transaction(async (tx) => {
+        await tx.query('RESET ROLE');
+        const { rows } = await tx.query<{ who: string; session: string }>(
+          'SELECT current_user::text AS who, session_user::text AS session',
+        );
+        expect(rows[0]).toEqual({ who: appRole, session: appRole });
+        await expect(tx.query(`SET ROLE ${ownerName}`)).rejects.toThrow(/permission denied/);
+      });
+    },
+  );
+
   it('cannot become a role that is superuser, bypasses RLS or owns anything', async () => {
     const { rows } = await owner().query<{ rolname: string }>(
       `SELECT r.rolname FROM pg_roles r

@@ -12,6 +12,8 @@ export interface TestDatabase {
   drop(): Promise<void>;
 }
 
+const APP_ROLE = 'agentgraph_app';
+
 export async function provisionTestDatabase(env: NodeJS.ProcessEnv = process.env): Promise<TestDatabase> {
   const base = env['DATABASE_URL'];
   const cursorSecret = randomBytes(32).toString('base64url');
@@ -27,15 +29,38 @@ export async function provisionTestDatabase(env: NodeJS.ProcessEnv = process.env
   await admin.connect();
   try {
     await admin.query(`CREATE DATABASE ${name}`);
+    // The app role logs in on its own (DATABASE_APP_URL), as production should: its connections never were the
+    // owner. Roles are cluster-wide; parallel test files may race to create it.
+    await admin
+      .query(
+        `DO $$ BEGIN
+           IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '${APP_ROLE}') THEN
+             CREATE ROLE ${APP_ROLE} LOGIN NOSUPERUSER NOBYPASSRLS;
+           ELSE
+             ALTER ROLE ${APP_ROLE} LOGIN;
+           END IF;
+         END $$`,
+      )
+      .catch((err: { code?: string }) => {
+        if (err.code !== '23505' && err.code !== '42710') throw err;
+      });
   } finally {
     await admin.end();
   }
   const url = new URL(base);
   url.pathname = `/${name}`;
+  const appUrl = new URL(url);
+  appUrl.username = APP_ROLE;
+  appUrl.password = '';
   return {
     driver: 'postgres',
     // DATA_DIR memory://: development secrets and credentials files stay out of the developer's ./.data.
-    env: { DATABASE_URL: url.toString(), CURSOR_SECRET: cursorSecret, DATA_DIR: 'memory://' },
+    env: {
+      DATABASE_URL: url.toString(),
+      DATABASE_APP_URL: appUrl.toString(),
+      CURSOR_SECRET: cursorSecret,
+      DATA_DIR: 'memory://',
+    },
     async drop() {
       const c = new pg.Client({ connectionString: base });
       await c.connect();

@@ -13,7 +13,7 @@ export const runtimeMigrations: MigrationSet = {
 export async function openHandle(config: Pick<Config, 'database' | 'appRole'>): Promise<DatabaseHandle> {
   return config.database.driver === 'pglite'
     ? openPglite(config.database.dataDir, config.appRole)
-    : openPostgres(config.database.url, config.database.poolSize, config.appRole);
+    : openPostgres(config.database.url, config.database.poolSize, config.appRole, config.database.appUrl);
 }
 
 /** Open, migrate (runtime first, then the given sets) and switch to the app role. */

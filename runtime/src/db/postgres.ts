@@ -52,14 +52,18 @@ class Listener {
 
   constructor(
     private readonly url: string,
-    private readonly role: string,
+    /** null when the URL logs in as the app role itself. */
+    private readonly role: string | null,
   ) {}
 
   private async connect(): Promise<pg.Client> {
     if (this.client) return this.client;
     if (this.connecting) return this.connecting;
     this.connecting = (async () => {
-      const client = new pg.Client({ connectionString: this.url, options: `-c role=${this.role}` });
+      const client = new pg.Client({
+        connectionString: this.url,
+        ...(this.role ? { options: `-c role=${this.role}` } : {}),
+      });
       client.on('notification', (n) => {
         for (const h of this.handlers.get(n.channel) ?? []) h(n.payload ?? '');
       });
@@ -125,7 +129,39 @@ class Listener {
   }
 }
 
-export async function openPostgres(url: string, poolSize: number, appRole: string): Promise<DatabaseHandle> {
+/**
+ * `appUrl`: the app role's own login. With it, requests run on connections that never were the owner, so not even
+ * `RESET ROLE` (after a SQL injection, say) can leave the app role. Without it (development, tests without a login
+ * for the role), the app connections log in as the owner and take the role as a startup parameter.
+ */
+/** DATABASE_APP_URL must log in as the app role, and that role must not be able to become anything more. */
+async function assertOwnLogin(pool: pg.Pool, appRole: string): Promise<void> {
+  const r = await pool.query<{ session_user: string; super: boolean; bypass: boolean; escalates: boolean }>(
+    `SELECT session_user::text AS session_user, r.rolsuper AS super, r.rolbypassrls AS bypass,
+            EXISTS (SELECT 1 FROM pg_auth_members m WHERE m.member = r.oid) AS escalates
+       FROM pg_roles r WHERE r.rolname = session_user`,
+  );
+  const row = r.rows[0];
+  if (!row || row.session_user !== appRole) {
+    throw new Error(
+      `DATABASE_APP_URL logs in as "${row?.session_user ?? '?'}", not as the app role "${appRole}". ` +
+        `Point it at a login of ${appRole} (ALTER ROLE ${appRole} LOGIN PASSWORD '…').`,
+    );
+  }
+  if (row.super || row.bypass || row.escalates) {
+    throw new Error(
+      `The app role "${appRole}" is a superuser, bypasses RLS or is a member of another role; ` +
+        'it must be a plain login that owns nothing.',
+    );
+  }
+}
+
+export async function openPostgres(
+  url: string,
+  poolSize: number,
+  appRole: string,
+  appUrl: string | null = null,
+): Promise<DatabaseHandle> {
   const ownerPool = new pg.Pool({ connectionString: url, max: 2 });
   ownerPool.on('error', () => undefined);
   let appDb: Database | null = null;
@@ -136,10 +172,13 @@ export async function openPostgres(url: string, poolSize: number, appRole: strin
     async app() {
       if (appDb) return appDb;
       // The role is a startup parameter: a connection that cannot take it fails instead of running as owner.
-      appPool = new pg.Pool({ connectionString: url, max: poolSize, options: `-c role=${appRole}` });
+      appPool = appUrl
+        ? new pg.Pool({ connectionString: appUrl, max: poolSize })
+        : new pg.Pool({ connectionString: url, max: poolSize, options: `-c role=${appRole}` });
       appPool.on('error', () => undefined);
       const pool = appPool;
-      listener = new Listener(url, appRole);
+      if (appUrl) await assertOwnLogin(pool, appRole);
+      listener = new Listener(appUrl ?? url, appUrl ? null : appRole);
       const l = listener;
       appDb = {
         driver: 'postgres',
