@@ -6,7 +6,12 @@
  */
 
 /** How a code is retried (the `retry` column of schemas/errors.json). */
-export type RetryClass = 'never' | 'refresh-once' | 'backoff' | 'after';
+/**
+ * How the SDK treats a code (schemas/errors.json). `resend-document`: a persisted-query miss (APQ); a client that
+ * sends only hashes resends once with the full document. This runtime always sends full documents, so it never
+ * meets it and never retries it.
+ */
+export type RetryClass = 'never' | 'refresh-once' | 'backoff' | 'after' | 'resend-document';
 
 export interface ErrorTableEntry {
   code: string;

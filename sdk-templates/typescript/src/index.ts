@@ -79,3 +79,4 @@ export { ACCEPT, type FetchLike, GRAPHQL_RESPONSE_JSON } from './transport.js';
 export * from './outbox/index.js';
 export * from './inbox/index.js';
 export * from './intents/index.js';
+export * from './subscriptions/index.js';
