@@ -7,6 +7,7 @@
  *   the document limits (400 QUERY_TOO_COMPLEX / BAD_USER_INPUT), with the parse and the static limit check cached per
  *   query string. Subgraphs are called over pooled keep-alive connections (see data-source.ts).
  * - /graphql/stream: graphql-sse, forwarded to the subgraph that owns the subscription (see stream.ts).
+ * - Both resolve persisted operations first (APQ, trusted documents; see persisted.ts).
  * - /healthz (liveness, no I/O) and /readyz (gateway loaded and every subgraph ready).
  * - close(): graceful shutdown that drains requests and completes streams.
  */
@@ -54,6 +55,12 @@ import {
   type GraphQLSchema,
 } from 'graphql';
 import { DedupeState, PooledDataSource, SubgraphPools, type GatewayContext } from './data-source.js';
+import {
+  createPersistedDocuments,
+  withoutPersistedQuery,
+  type PersistedDocuments,
+  type ResolvedDocument,
+} from './persisted.js';
 import { createStreamHandler, type Timers } from './stream.js';
 import { subgraphSchemaOf, subscriptionOwners } from './supergraph.js';
 
@@ -81,6 +88,8 @@ export interface GatewayOptions {
   readinessTimeoutMs?: number;
   /** Subgraph name → its own schema, for checking forwarded subscriptions (default: built from schemas/<name>.graphql). */
   subgraphSchemas?: Map<string, GraphQLSchema>;
+  /** Persisted operations (APQ, trusted documents); default: from config.persistedQueries (reads the manifest). */
+  persisted?: PersistedDocuments;
 }
 
 export interface Gateway {
@@ -103,9 +112,11 @@ const CLIENT_CODES = new Set(errorTable.map((e) => e.code).filter((c) => c !== '
 const APOLLO_CODES: Record<string, string> = {
   BAD_REQUEST: 'BAD_USER_INPUT',
   OPERATION_RESOLUTION_FAILURE: 'GRAPHQL_VALIDATION_FAILED',
+  // Apollo's own APQ is off (the gateway resolves persisted queries itself), so this is never expected.
   PERSISTED_QUERY_NOT_SUPPORTED: 'BAD_USER_INPUT',
-  PERSISTED_QUERY_NOT_FOUND: 'BAD_USER_INPUT',
 };
+/** Apollo Server's header on a persisted-query miss: a CDN must not cache it. */
+const NOT_FOUND_CACHE_CONTROL = 'private, no-cache, must-revalidate';
 
 export function formatGatewayError(
   formatted: GraphQLFormattedError,
@@ -245,6 +256,7 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
   const verifyToken = opts.verifyToken;
   const pools = new SubgraphPools({ connections: opts.subgraphConnections ?? 128 });
   const dedupe = new DedupeState(opts.dedupeInflightReads ?? true);
+  const persisted = opts.persisted ?? createPersistedDocuments(config.persistedQueries, log);
   const subgraphUrls: Record<string, string> = {};
   for (const [name, url] of Object.entries(opts.subgraphUrls)) if (url) subgraphUrls[name] = url;
 
@@ -286,6 +298,7 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
       ApolloServerPluginInlineTraceDisabled(),
       ApolloServerPluginCacheControlDisabled(),
       responsePlugin,
+      ...(persisted.mode === 'apq' ? [persisted.plugin<GatewayContext>()] : []),
     ],
   });
   await apollo.start();
@@ -306,6 +319,7 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
     log,
     heartbeatMs: opts.heartbeatMs,
     timers: opts.timers,
+    persisted,
   });
 
   const documents = new Lru<string, PreparedQuery>(2000);
@@ -401,6 +415,7 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
     let query: string | undefined;
     let operationName: string | undefined;
     let variables: Record<string, unknown> | undefined;
+    let extensions: unknown;
     if (req.method === 'POST') {
       body = parseJsonBody(await readBody(req, limits.maxBodyBytes));
       if (!body || typeof body !== 'object' || Array.isArray(body)) {
@@ -416,6 +431,7 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
         b['variables'] && typeof b['variables'] === 'object'
           ? (b['variables'] as Record<string, unknown>)
           : undefined;
+      extensions = b['extensions'];
     } else if (req.method === 'GET') {
       const params = new URLSearchParams(search);
       query = params.get('query') ?? undefined;
@@ -429,12 +445,43 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
           throw new AppError('GRAPHQL_PARSE_FAILED', 'The "variables" search parameter is not valid JSON.');
         }
       }
+      const e = params.get('extensions');
+      if (e) {
+        try {
+          extensions = JSON.parse(e) as unknown;
+        } catch {
+          throw new AppError('GRAPHQL_PARSE_FAILED', 'The "extensions" search parameter is not valid JSON.');
+        }
+      }
     } else {
       res.writeHead(405, { allow: 'GET, POST' }).end();
       return;
     }
-    if (!query) throw new AppError('BAD_USER_INPUT', 'The request has no "query" string.');
     info.operationName = operationName;
+    let resolved: ResolvedDocument;
+    try {
+      resolved = persisted.resolve({ query, extensions, operationName });
+    } catch (err) {
+      if (err instanceof AppError && err.code === 'PERSISTED_QUERY_NOT_FOUND')
+        res.setHeader('cache-control', NOT_FOUND_CACHE_CONTROL);
+      throw err;
+    }
+    query = resolved.query;
+    if (resolved.persisted) {
+      // Apollo Server sees an ordinary request: the document, and no persistedQuery extension.
+      if (req.method === 'POST') {
+        const { extensions: _sent, ...rest } = body as Record<string, unknown>;
+        const kept = withoutPersistedQuery(extensions);
+        body = { ...rest, query, ...(kept ? { extensions: kept } : {}) };
+      } else {
+        const params = new URLSearchParams(search);
+        params.set('query', query);
+        const rest = withoutPersistedQuery(extensions);
+        if (rest) params.set('extensions', JSON.stringify(rest));
+        else params.delete('extensions');
+        search = `?${params.toString()}`;
+      }
+    }
     checkLimits(query, operationName, variables, info);
     const authorization = req.headers.authorization;
     await verifyToken(authorization); // 401 on a bad token before any subgraph is asked
@@ -444,6 +491,7 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
       if (v !== undefined) headers.set(k, Array.isArray(v) ? v.join(', ') : v);
     }
     const context: GatewayContext = { correlationId, authorization, idempotentReplay: false };
+    if (resolved.register) persisted.rememberAfterValidation(context, resolved.register, query);
     const result = await apollo.executeHTTPGraphQLRequest({
       httpGraphQLRequest: { method: req.method, headers, search, body },
       context: async () => context,

@@ -33,6 +33,7 @@ import {
 import { createHandler, type OperationResult, type RequestParams } from 'graphql-sse';
 import { createClient, NetworkError } from 'graphql-sse';
 import { Agent, fetch as undiciFetch } from 'undici';
+import { resolveStreamRequest, type PersistedDocuments } from './persisted.js';
 
 export interface Timers {
   setInterval(fn: () => void, ms: number): unknown;
@@ -58,6 +59,8 @@ export interface StreamOptions {
   log: Logger;
   heartbeatMs?: number;
   timers?: Timers;
+  /** Persisted operations: hash-only requests (APQ) and the trusted-documents mode apply to streams too. */
+  persisted?: PersistedDocuments;
 }
 
 interface StreamRequestContext {
@@ -432,6 +435,7 @@ export function createStreamHandler(opts: StreamOptions) {
           throw err;
         }
       }
+      opts.persisted?.rememberFromExtensions(params.extensions, query);
       return forward(p.owner!, params, ctx);
     },
   });
@@ -455,11 +459,15 @@ export function createStreamHandler(opts: StreamOptions) {
       res.writeHead(init.status, init.headers).end(body);
       return;
     }
-    let body: string | null = null;
-    if (req.method === 'POST') body = (await readBody(req, limits.maxBodyBytes)).toString('utf8');
+    let text: string | null = null;
+    if (req.method === 'POST') text = (await readBody(req, limits.maxBodyBytes)).toString('utf8');
+    // The document first (a hash alone, trusted documents): a refusal is thrown before graphql-sse runs anything.
+    const { body, url } = opts.persisted
+      ? resolveStreamRequest(opts.persisted, req.method, text, req.url ?? '/')
+      : { body: text, url: req.url ?? '/' };
     const [out, init] = await sse({
       method: req.method ?? 'GET',
-      url: req.url ?? '/',
+      url,
       headers: {
         get(key: string) {
           if (key === 'accept') return 'text/event-stream';

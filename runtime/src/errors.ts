@@ -10,8 +10,10 @@ const ErrorTable = z.object({
   codes: z.array(
     z.object({
       code: z.string().regex(/^[A-Z][A-Z_]+$/),
-      http: z.number().int().min(400).max(599),
-      retry: z.enum(['never', 'refresh-once', 'backoff', 'after']),
+      // 200 only for PERSISTED_QUERY_NOT_FOUND: the APQ protocol answers a miss with 200 so clients resend.
+      http: z.number().int().min(200).max(599),
+      // resend-document: send the same request again at once with the full document (APQ miss).
+      retry: z.enum(['never', 'refresh-once', 'backoff', 'after', 'resend-document']),
       description: z.string(),
     }),
   ),
@@ -38,7 +40,9 @@ export type ErrorCode =
   | 'IDEMPOTENCY_KEY_IN_PROGRESS'
   | 'RATE_LIMITED'
   | 'INTERNAL_SERVER_ERROR'
-  | 'SERVICE_UNAVAILABLE';
+  | 'SERVICE_UNAVAILABLE'
+  | 'PERSISTED_QUERY_NOT_FOUND'
+  | 'OPERATION_NOT_TRUSTED';
 
 const byCode = new Map(errorTable.map((e) => [e.code, e]));
 for (const code of [
@@ -56,6 +60,8 @@ for (const code of [
   'RATE_LIMITED',
   'INTERNAL_SERVER_ERROR',
   'SERVICE_UNAVAILABLE',
+  'PERSISTED_QUERY_NOT_FOUND',
+  'OPERATION_NOT_TRUSTED',
 ] satisfies ErrorCode[]) {
   if (!byCode.has(code)) throw new Error(`schemas/errors.json lacks the code ${code}`);
 }

@@ -19,6 +19,8 @@ const expected: Record<ErrorCode, number> = {
   RATE_LIMITED: 429,
   INTERNAL_SERVER_ERROR: 500,
   SERVICE_UNAVAILABLE: 503,
+  PERSISTED_QUERY_NOT_FOUND: 200,
+  OPERATION_NOT_TRUSTED: 400,
 };
 
 describe('error table', () => {
@@ -50,6 +52,7 @@ describe('error table', () => {
       const transient =
         e.http === 408 || e.http === 429 || e.http >= 500 || e.code === 'IDEMPOTENCY_KEY_IN_PROGRESS';
       if (e.code === 'UNAUTHENTICATED') expect(e.retry).toBe('refresh-once');
+      else if (e.code === 'PERSISTED_QUERY_NOT_FOUND') expect(e.retry).toBe('resend-document');
       else expect(e.retry === 'never', e.code).toBe(!transient);
     }
   });
