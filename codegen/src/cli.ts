@@ -1,12 +1,15 @@
 /**
  * `npm run codegen`: compose, then generate everything derived from the schemas: resolver types for each
- * subgraph (and, as the SDK targets land, sdks/<lang>/). Deterministic: the same input writes the same bytes.
+ * subgraph, then the SDKs (sdks/<lang>/) and schemas/operations.manifest.json. Deterministic: the same input
+ * writes the same bytes.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { readSupergraphConfig } from './compose.js';
 import { ROOT, runCompose } from './compose-cli.js';
 import { generateResolverTypes } from './resolver-types.js';
+import { generateSdks, writeSdks } from './sdk/generate.js';
+import { MANIFEST_PATH } from './sdk/manifest.js';
 import { writeIfChanged } from './write-if-changed.js';
 
 async function main(): Promise<number> {
@@ -21,6 +24,24 @@ async function main(): Promise<number> {
     const out = resolve(dir, 'src/generated/resolvers.ts');
     const changed = writeIfChanged(out, await generateResolverTypes(sg.name, sg.sdl, mappers ?? {}));
     console.log(`${changed ? 'wrote' : 'unchanged'} subgraphs/${sg.name}/src/generated/resolvers.ts`);
+  }
+
+  const sdks = await generateSdks(ROOT);
+  const { manifestChanged, reports } = writeSdks(sdks, ROOT);
+  console.log(
+    `IR: ${sdks.ir.operations.length} operations (${sdks.ir.operations.filter((o) => o.origin.kind === 'default').length} default) in ${sdks.irMs.toFixed(0)} ms; ` +
+      `${manifestChanged ? 'wrote' : 'unchanged'} ${MANIFEST_PATH}`,
+  );
+  for (const { target, files, ms } of sdks.targets) {
+    if (!target.implemented) {
+      console.log(`sdk ${target.name}: not yet implemented (${target.plannedIn}); nothing written`);
+      continue;
+    }
+    const report = reports.find((r) => r.target === target)!.report;
+    console.log(
+      `sdk ${target.name}: ${files.length} files in ${ms.toFixed(0)} ms → ${target.outDir} ` +
+        `(${report.written.length} written, ${report.deleted.length} deleted, ${report.unchanged} unchanged)`,
+    );
   }
   return 0;
 }

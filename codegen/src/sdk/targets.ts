@@ -1,0 +1,17 @@
+/** The registry of SDK targets `npm run codegen` runs, in this order. */
+import type { Target } from './target.js';
+import { notYetImplemented } from './target.js';
+import { typescriptTarget } from './typescript/index.js';
+
+export const TARGETS: readonly Target[] = [
+  typescriptTarget,
+  notYetImplemented('csharp', 'sdks/csharp', 'issue 9'),
+  notYetImplemented('python', 'sdks/python', 'issue 10'),
+];
+
+export function targetNamed(name: string): Target {
+  const target = TARGETS.find((t) => t.name === name);
+  if (!target)
+    throw new Error(`No SDK target named ${name} (known: ${TARGETS.map((t) => t.name).join(', ')}).`);
+  return target;
+}

@@ -1,0 +1,104 @@
+/**
+ * The SDK's examples, written once: generated as examples/*.ts (type-checked with the SDK, run by codegen's
+ * end-to-end test against the real platform) and quoted in the README with the package name as import path.
+ */
+
+export interface Example {
+  /** File name under examples/. */
+  file: string;
+  title: string;
+  /** AgentGraph methods the example calls: it is generated only when the API has them all. */
+  needs: readonly string[];
+  source: string;
+}
+
+const QUICKSTART = `/**
+ * Create a client, ask who you are, page through the tenant's devices, post a message with an idempotency key,
+ * and tell typed errors apart. Tokens come from your sign-in (the device flow, OAuth); here they are functions.
+ */
+import { AgentGraph, AgentGraphError, NotFoundError, PrivacyError, RateLimitedError } from '../src/index.js';
+
+export interface QuickstartOptions {
+  /** The GraphQL endpoint, e.g. https://api.example.com/graphql */
+  baseUrl: string;
+  getToken: () => Promise<string>;
+  refreshToken: () => Promise<string>;
+  roomId: string;
+  log?: (...args: unknown[]) => void;
+}
+
+export async function quickstart({ baseUrl, getToken, refreshToken, roomId, log = console.log }: QuickstartOptions) {
+  // 1. A client. Message bodies are PERSONAL data: allow that class to leave the process (the default policy
+  //    sends PUBLIC and INTERNAL only, and BIOMETRIC never).
+  const sdk = new AgentGraph({
+    baseUrl,
+    tokenProvider: { getToken, refresh: refreshToken },
+    privacyPolicy: { allow: ['PUBLIC', 'INTERNAL', 'PERSONAL'] },
+  });
+  await sdk.client.refreshCapabilities(); // obey the server's retry budget and payload cap
+
+  // 2. Who am I?
+  const { data } = await sdk.viewer();
+  log(\`\${data.viewer.user.displayName} is \${data.viewer.role} of \${data.viewer.tenant.name}\`);
+
+  // 3. Every device of the tenant, 50 per request. Aborting the signal stops the loop (AbortError).
+  const controller = new AbortController();
+  for await (const device of sdk.paginateDevices({ first: 50 }, { signal: controller.signal })) {
+    log(\`device \${device.name}: \${device.status}\`);
+  }
+
+  // 4. Post a message. The SDK makes one idempotency key per call and resends it on every retry; pass your own
+  //    (persisted with your record) to repeat the same logical call later: the server applies it once.
+  const idempotencyKey = crypto.randomUUID();
+  const input = { body: 'deploy finished' };
+  const posted = await sdk.postMessage({ roomId, input }, { idempotencyKey });
+  const again = await sdk.postMessage({ roomId, input }, { idempotencyKey });
+  log(\`message \${posted.data.postMessage.message.seq}, replayed: \${again.replayed}\`); // replayed: true
+
+  // 5. Typed errors: one class per code of schemas/errors.json, plus the client's own.
+  try {
+    await sdk.postMessage({ roomId: crypto.randomUUID(), input: { body: 'hello?' } });
+  } catch (err) {
+    if (err instanceof NotFoundError) log(\`no such room (correlation id \${err.correlationId})\`);
+    else if (err instanceof RateLimitedError) log(\`slow down: retry in \${err.retryAfterMs} ms\`);
+    else if (err instanceof PrivacyError) log('refused before sending:', err.refusals);
+    else if (err instanceof AgentGraphError) log(err.code, err.retryable);
+    else throw err;
+  }
+  return sdk;
+}
+`;
+
+const OUTBOX = `/**
+ * Node only: a durable outbox. Messages survive a crash or a long outage and are delivered exactly once, in order
+ * per room (the idempotency key is made at enqueue and persisted with the entry).
+ */
+import { type AgentGraph, Outbox, operations, sendWithClient, SqliteOutboxStore } from '../src/index.node.js';
+
+export async function postThroughOutbox(sdk: AgentGraph, file: string, roomId: string, bodies: string[]) {
+  const outbox = await Outbox.open({
+    store: SqliteOutboxStore.open(file),
+    send: sendWithClient(sdk.client, operations),
+  });
+  for (const body of bodies) {
+    await outbox.enqueue({ room: roomId, operation: 'PostMessage', variables: { roomId, input: { body } } });
+  }
+  await outbox.drain(); // or outbox.start() to keep sending in the background
+  return outbox.deadLetters(); // entries the server refused for good (POISON): show them to the user
+}
+`;
+
+export const EXAMPLES: readonly Example[] = [
+  {
+    file: 'quickstart.ts',
+    title: 'Quickstart',
+    needs: ['viewer', 'paginateDevices', 'postMessage'],
+    source: QUICKSTART,
+  },
+  { file: 'outbox.node.ts', title: 'Outbox (Node)', needs: ['postMessage'], source: OUTBOX },
+];
+
+/** The example as a user of the published package writes it. */
+export function asPackageUser(source: string): string {
+  return source.replace(/'\.\.\/src\/index(\.node)?\.js'/g, "'@agentgraph/sdk'");
+}

@@ -1,0 +1,43 @@
+/**
+ * Writes a target's files into its folder: unchanged files are left alone (byte-stable output keeps `git status`
+ * clean), and files the target no longer generates are deleted, so the folder is exactly the generator's output.
+ */
+import { existsSync, rmdirSync, readdirSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { writeIfChanged } from '../write-if-changed.js';
+import type { GeneratedFile } from './target.js';
+import { listFiles } from './files.js';
+
+/** Folders in an SDK folder the generator never owns (a package manager's, if someone installs there). */
+const NOT_OURS = new Set(['node_modules']);
+
+export interface WriteReport {
+  written: string[];
+  deleted: string[];
+  unchanged: number;
+}
+
+function removeEmptyDirs(dir: string): void {
+  for (const name of readdirSync(dir, { withFileTypes: true })) {
+    if (name.isDirectory() && !NOT_OURS.has(name.name)) removeEmptyDirs(join(dir, name.name));
+  }
+  if (readdirSync(dir).length === 0) rmdirSync(dir);
+}
+
+export function writeTarget(outDir: string, files: readonly GeneratedFile[]): WriteReport {
+  const report: WriteReport = { written: [], deleted: [], unchanged: 0 };
+  const keep = new Set(files.map((f) => f.path));
+  if (existsSync(outDir)) {
+    for (const rel of listFiles(outDir, NOT_OURS)) {
+      if (keep.has(rel)) continue;
+      rmSync(join(outDir, rel));
+      report.deleted.push(rel);
+    }
+    removeEmptyDirs(outDir);
+  }
+  for (const file of files) {
+    if (writeIfChanged(join(outDir, file.path), file.content)) report.written.push(file.path);
+    else report.unchanged++;
+  }
+  return report;
+}

@@ -1,0 +1,177 @@
+/**
+ * The generated TypeScript SDK (sdks/typescript, as committed) against the real platform: four subgraphs and the
+ * gateway on loopback, PGlite in memory or PostgreSQL when DATABASE_URL is set. Every request goes over real HTTP
+ * through a counting fetch, so the tests see how many requests a call made.
+ */
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestPlatform, type TestPlatform, type TestUser } from '../../test/src/platform.js';
+import { quickstart } from '../../sdks/typescript/examples/quickstart.js';
+import {
+  AbortError,
+  AgentGraph,
+  AgentGraphError,
+  type FetchLike,
+  NotFoundError,
+  operations,
+  PrivacyError,
+  RateLimitedError,
+} from '../../sdks/typescript/src/index.node.js';
+
+let p: TestPlatform;
+let user: TestUser;
+beforeAll(async () => {
+  p = await startTestPlatform();
+  user = await p.tokenFor({ tenant: 'sdk-e2e' });
+});
+afterAll(async () => {
+  await p?.close();
+});
+
+interface Sent {
+  operationName: string;
+  variables: Record<string, unknown>;
+}
+
+/** An SDK client whose requests are recorded (operation and variables), allowing PERSONAL data by default. */
+function sdkFor(u: TestUser, personal = true): { sdk: AgentGraph; sent: Sent[] } {
+  const sent: Sent[] = [];
+  const countingFetch: FetchLike = (input, init) => {
+    const body = JSON.parse(String(init?.body)) as Sent;
+    sent.push({ operationName: body.operationName, variables: body.variables });
+    return fetch(input, init);
+  };
+  const sdk = new AgentGraph({
+    baseUrl: `${p.gatewayUrl}/graphql`,
+    fetch: countingFetch,
+    tokenProvider: { getToken: async () => u.token, refresh: async () => u.token },
+    ...(personal ? { privacyPolicy: { allow: ['PUBLIC', 'INTERNAL', 'PERSONAL'] } } : {}),
+  });
+  return { sdk, sent };
+}
+
+describe(`the generated TypeScript SDK against the platform (${process.env['DATABASE_URL'] ? 'PostgreSQL' : 'PGlite'})`, () => {
+  it('queries viewer', async () => {
+    const { sdk, sent } = sdkFor(user);
+    const { data, attempts, replayed } = await sdk.viewer();
+    expect(data.viewer.user.id).toBe(user.userId);
+    expect(data.viewer.user.email).toBe(user.email);
+    expect(data.viewer.role).toBe('OWNER');
+    expect(data.viewer.tenant.id).toBe(user.tenantId);
+    expect({ attempts, replayed }).toEqual({ attempts: 1, replayed: false });
+    expect(sent).toEqual([{ operationName: 'Viewer', variables: {} }]);
+  });
+
+  it('pages through a connection across pages, one request per page, and stops when aborted', async () => {
+    const owner = await p.tokenFor({ tenant: 'sdk-pages' });
+    const { sdk, sent } = sdkFor(owner);
+    const names = ['a', 'b', 'c', 'd', 'e'].map((n) => `room-${n}`);
+    for (const name of names) await sdk.createRoom({ input: { name } });
+    sent.length = 0;
+
+    const seen: string[] = [];
+    for await (const room of sdk.paginateRooms({ first: 2 })) seen.push(room.name);
+    expect([...seen].sort()).toEqual(names);
+    expect(sent.map((s) => s.operationName)).toEqual(['Rooms', 'Rooms', 'Rooms']);
+    expect(sent[0]!.variables).toEqual({ first: 2 });
+    expect(typeof sent[1]!.variables['after']).toBe('string');
+
+    // Abort after the first node: the loop throws AbortError and asks for no further page.
+    sent.length = 0;
+    const controller = new AbortController();
+    const taken: string[] = [];
+    await expect(
+      (async () => {
+        for await (const room of sdk.paginateRooms({ first: 2 }, { signal: controller.signal })) {
+          taken.push(room.name);
+          controller.abort();
+        }
+      })(),
+    ).rejects.toBeInstanceOf(AbortError);
+    expect(taken).toHaveLength(1);
+    expect(sent).toHaveLength(1);
+  });
+
+  it('posts a message with an idempotency key: the resend is a replay, the message exists once', async () => {
+    const { sdk } = sdkFor(user);
+    const room = (await sdk.createRoom({ input: { name: 'sdk-idempotency' } })).data.createRoom.room;
+    const idempotencyKey = randomUUID();
+    const first = await sdk.postMessage({ roomId: room.id, input: { body: 'hello' } }, { idempotencyKey });
+    const again = await sdk.postMessage({ roomId: room.id, input: { body: 'hello' } }, { idempotencyKey });
+    expect(first.replayed).toBe(false);
+    expect(first.idempotencyKey).toBe(idempotencyKey);
+    expect(again.replayed).toBe(true);
+    expect(again.data).toEqual(first.data);
+    expect(first.data.postMessage.message).toMatchObject({
+      seq: 1,
+      body: 'hello',
+      author: { id: user.userId },
+    });
+
+    const log: number[] = [];
+    for await (const m of sdk.paginateRoomMessages({ roomId: room.id, first: 10 })) log.push(m.seq);
+    expect(log).toEqual([1]);
+
+    // Without a caller key the SDK makes one per call: two calls, two messages.
+    const a = await sdk.postMessage({ roomId: room.id, input: { body: 'x' } });
+    const b = await sdk.postMessage({ roomId: room.id, input: { body: 'x' } });
+    expect(a.idempotencyKey).not.toBe(b.idempotencyKey);
+    expect(b.data.postMessage.message.seq).toBe(3);
+  });
+
+  it('throws typed errors: NOT_FOUND from the server, the privacy gate before anything is sent', async () => {
+    const { sdk, sent } = sdkFor(user);
+    const err = await sdk
+      .postMessage({ roomId: randomUUID(), input: { body: 'anyone?' } })
+      .catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(NotFoundError);
+    expect(err).toBeInstanceOf(AgentGraphError);
+    expect(err).not.toBeInstanceOf(RateLimitedError);
+    expect((err as NotFoundError).code).toBe('NOT_FOUND');
+    expect((err as NotFoundError).retryable).toBe(false);
+
+    // The default policy (PUBLIC + INTERNAL) refuses a PERSONAL message body: nothing leaves the process.
+    const strict = sdkFor(user, false);
+    const refused = await strict.sdk
+      .postMessage({ roomId: randomUUID(), input: { body: 'personal' } })
+      .catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(PrivacyError);
+    expect((refused as PrivacyError).refusals).toEqual([{ path: 'input.body', reason: 'class:PERSONAL' }]);
+    expect(strict.sent).toEqual([]);
+
+    // A missing parent of a paged connection ends the loop with NotFoundError.
+    sent.length = 0;
+    const paging = (async () => {
+      for await (const _m of sdk.paginateRoomMessages({ roomId: randomUUID() })) void _m;
+    })();
+    await expect(paging).rejects.toBeInstanceOf(NotFoundError);
+  });
+
+  it('sends the documents of the manifest, and the capabilities query the runtime applies', async () => {
+    const { sdk, sent } = sdkFor(user);
+    const caps = await sdk.client.refreshCapabilities();
+    expect(caps.client?.retryMaxAttempts).toBeGreaterThan(0);
+    const info = await sdk.serverCapabilities();
+    expect(info.data.capabilities.schemaVersion).toMatch(/^[0-9a-f]{12}$/);
+    expect(sent.map((s) => s.operationName)).toEqual(['Capabilities', 'ServerCapabilities']);
+    expect(operations.Capabilities.kind).toBe('query');
+  });
+
+  it("runs the README's quickstart example as written", async () => {
+    const owner = await p.tokenFor({ tenant: 'sdk-quickstart', displayName: 'Quinn' });
+    const { sdk } = sdkFor(owner);
+    const room = (await sdk.createRoom({ input: { name: 'quickstart' } })).data.createRoom.room;
+    const lines: string[] = [];
+    await quickstart({
+      baseUrl: `${p.gatewayUrl}/graphql`,
+      getToken: async () => owner.token,
+      refreshToken: async () => owner.token,
+      roomId: room.id,
+      log: (...args) => lines.push(args.map(String).join(' ')),
+    });
+    expect(lines[0]).toBe('Quinn is OWNER of sdk-quickstart');
+    expect(lines).toContain('message 1, replayed: true');
+    expect(lines.at(-1)).toMatch(/^no such room \(correlation id [^)]+\)$/);
+    expect(lines.at(-1)).not.toContain('undefined');
+  });
+});
