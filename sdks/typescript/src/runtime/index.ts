@@ -80,3 +80,4 @@ export * from './outbox/index.js';
 export * from './inbox/index.js';
 export * from './intents/index.js';
 export * from './subscriptions/index.js';
+export * from './oauth/index.js';
