@@ -1,5 +1,6 @@
 /** SqliteInboxStore: the inbox on better-sqlite3 (Node only). Each method is one transaction. */
 import {
+  listQuery,
   migrate,
   openSqlite,
   type SqliteDatabase,
@@ -250,18 +251,7 @@ export class SqliteInboxStore implements InboxStore {
   }
 
   async list(filter: InboxFilter = {}): Promise<InboxMessage[]> {
-    const where: string[] = [];
-    const params: unknown[] = [];
-    if (filter.state !== undefined) {
-      const states = typeof filter.state === 'string' ? [filter.state] : filter.state;
-      where.push(`state IN (${states.map(() => '?').join(', ')})`);
-      params.push(...states);
-    }
-    if (filter.stream !== undefined) {
-      where.push('stream = ?');
-      params.push(filter.stream);
-    }
-    const sql = `SELECT * FROM inbox_messages ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY position`;
+    const { sql, params } = listQuery('inbox_messages', 'position', filter.state, { stream: filter.stream });
     return (this.sql(sql).all(...params) as Row[]).map(toMessage);
   }
 

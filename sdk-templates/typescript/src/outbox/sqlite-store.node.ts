@@ -13,6 +13,7 @@ import {
   type OutboxStore,
 } from './types.js';
 import {
+  listQuery,
   migrate,
   openSqlite,
   type SqliteDatabase,
@@ -139,18 +140,7 @@ export class SqliteOutboxStore implements OutboxStore {
   }
 
   async list(filter: OutboxFilter = {}): Promise<OutboxEntry[]> {
-    const where: string[] = [];
-    const params: unknown[] = [];
-    if (filter.state !== undefined) {
-      const states = typeof filter.state === 'string' ? [filter.state] : filter.state;
-      where.push(`state IN (${states.map(() => '?').join(', ')})`);
-      params.push(...states);
-    }
-    if (filter.room !== undefined) {
-      where.push('room = ?');
-      params.push(filter.room);
-    }
-    const sql = `SELECT * FROM outbox_entries ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY seq`;
+    const { sql, params } = listQuery('outbox_entries', 'seq', filter.state, { room: filter.room });
     return (this.sql(sql).all(...params) as Row[]).map(toEntry);
   }
 

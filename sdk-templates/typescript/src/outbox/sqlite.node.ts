@@ -82,3 +82,31 @@ export function migrate(db: SqliteDatabase, component: string, steps: readonly s
     ).run(component, steps.length);
   })();
 }
+
+/**
+ * `SELECT * FROM <table> [WHERE state IN (…) AND <column> = ?] ORDER BY <order>` for the stores' list filters:
+ * `state` is one state or several; `equals` holds optional column = value conditions (undefined values are skipped).
+ */
+export function listQuery(
+  table: string,
+  order: string,
+  state: string | readonly string[] | undefined,
+  equals: Record<string, unknown> = {},
+): { sql: string; params: unknown[] } {
+  const where: string[] = [];
+  const params: unknown[] = [];
+  if (state !== undefined) {
+    const states = typeof state === 'string' ? [state] : state;
+    where.push(`state IN (${states.map(() => '?').join(', ')})`);
+    params.push(...states);
+  }
+  for (const [column, value] of Object.entries(equals)) {
+    if (value === undefined) continue;
+    where.push(`${column} = ?`);
+    params.push(value);
+  }
+  return {
+    sql: `SELECT * FROM ${table} ${where.length ? `WHERE ${where.join(' AND ')} ` : ''}ORDER BY ${order}`,
+    params,
+  };
+}
