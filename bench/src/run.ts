@@ -39,6 +39,8 @@ const { values: args } = parseArgs({
     profile: { type: 'boolean', default: false },
     'subgraph-servers': { type: 'boolean', default: false },
     auth: { type: 'boolean', default: false },
+    sdk: { type: 'boolean', default: false },
+    'schema-check': { type: 'boolean', default: false },
     'token-concurrency': { type: 'string', default: '16' },
     'token-pool': { type: 'string', default: '12000' },
     rate: { type: 'string', default: '400' },
@@ -55,11 +57,15 @@ const { values: args } = parseArgs({
 
 const MODE = args.auth
   ? 'auth'
-  : args['subgraph-servers']
-    ? 'subgraph-servers'
-    : args.profile
-      ? 'profile'
-      : 'gateway';
+  : args.sdk
+    ? 'sdk'
+    : args['schema-check']
+      ? 'schema-check'
+      : args['subgraph-servers']
+        ? 'subgraph-servers'
+        : args.profile
+          ? 'profile'
+          : 'gateway';
 const CONNECTIONS = Number(args.connections);
 const WARMUP = Number(args.warmup);
 const DURATION = Number(args.duration);
@@ -606,10 +612,42 @@ function writeSupergraph(urls: Record<string, string>): string {
   return file;
 }
 
+/**
+ * --sdk (issue 5: generation time for every target, SDK overhead per call over plain fetch) and --schema-check
+ * (issue 8: a full check on the real schema, cold and warm) run their standalone scripts in child processes (a cold
+ * start each) and keep the JSON they print.
+ */
+function runScripts(scripts: Record<string, string[]>): void {
+  const out: Record<string, unknown> = { bench: MODE, machine, at: new Date().toISOString() };
+  for (const [name, argv] of Object.entries(scripts)) {
+    log(`${name}: ${argv.join(' ')}`);
+    const stdout = execFileSync(process.execPath, ['--import', 'tsx', ...argv], {
+      cwd: REPO_ROOT,
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    out[name] = JSON.parse(stdout.slice(stdout.indexOf('{')));
+    console.log(JSON.stringify(out[name], null, 2));
+  }
+  const files = writeResults(RESULTS_DIR, stamp, MODE, out);
+  log(`results: ${files.join(', ')}`);
+}
+
 async function main() {
   log(
     `mode ${MODE}; ${machine.cpus} CPUs (${machine.cpuModel}), Node ${machine.node}; results in ${RESULTS_DIR}`,
   );
+  if (MODE === 'sdk') {
+    runScripts({
+      codegen: [join(BENCH_SRC, 'codegen-bench.ts'), '--runs', '6'],
+      sdkOverhead: [join(BENCH_SRC, 'sdk-overhead.ts'), '--calls', '5000'],
+    });
+    return;
+  }
+  if (MODE === 'schema-check') {
+    runScripts({ schemaCheck: [join(BENCH_SRC, 'schema-check-bench.ts')] });
+    return;
+  }
   if (MODE === 'auth') {
     // The auth bench (issue 3) has its own processes and report: see src/auth/run-auth.ts.
     await runAuthBench({
