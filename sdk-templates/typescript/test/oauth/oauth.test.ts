@@ -151,7 +151,8 @@ describe('RefreshingTokenProvider', () => {
 describe('end to end against the platform', () => {
   let p: TestPlatform;
   beforeAll(async () => {
-    p = await startTestPlatform();
+    // A 1 s polling interval keeps the device flow's real waits short.
+    p = await startTestPlatform({ DEVICE_POLL_INTERVAL_SECONDS: '1' });
   });
   afterAll(async () => {
     await p?.close();
