@@ -45,6 +45,8 @@ export interface SubgraphContext {
   responseExtensions: Record<string, unknown>;
   /** Aborted when the client goes away or the server shuts down (streams use it). */
   signal: AbortSignal;
+  /** The request's Authorization header as received, for calls to another subgraph on the caller's behalf. */
+  authorization?: string;
 }
 
 export type RouteHandler = (req: IncomingMessage, res: ServerResponse) => Promise<void> | void;
@@ -157,6 +159,7 @@ export function createSubgraphServer(opts: SubgraphServerOptions): {
       correlationId,
       responseExtensions: {},
       signal,
+      authorization: req.headers.authorization,
     };
     return ctx;
   };

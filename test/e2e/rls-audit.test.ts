@@ -46,6 +46,11 @@ const NON_TENANT_TABLES: Record<string, Exception> = {
     reason: 'token signing keys: no grant at all, reachable only through SECURITY DEFINER functions',
     check: 'no-app-access',
   },
+  'coordination.intent_signing_keys': {
+    reason:
+      "coordination's intent signing keys: no grant at all, reachable only through SECURITY DEFINER functions",
+    check: 'no-app-access',
+  },
   'identity.pending_signing_keys': {
     reason: 'the next token signing key: no grant at all, reachable only through SECURITY DEFINER functions',
     check: 'no-app-access',

@@ -44,7 +44,7 @@ function connectionAt(
 }
 
 /**
- * The AgentGraph API, one typed method per query and mutation (32 of them). Subscriptions are in
+ * The AgentGraph API, one typed method per query and mutation (37 of them). Subscriptions are in
  * `subscriptions` (operations.ts), for the runtime's stream client (`createSubscriptions`).
  */
 export class AgentGraph {
@@ -92,6 +92,21 @@ export class AgentGraph {
   }
 
   /**
+   * Cancel an intent you requested, while it is QUEUED or DELIVERED.
+   *
+   * `mutation CancelIntent`, the default operation for Mutation.cancelIntent. Idempotent: the SDK makes
+   * one key per call and resends it on every retry; pass `options.idempotencyKey` (a key you persisted)
+   * to repeat a logical call across restarts. `replayed` says the server answered with the stored result
+   * of an earlier attempt.
+   */
+  cancelIntent(
+    variables: T.CancelIntentVariables,
+    options?: CallOptions,
+  ): Promise<ExecuteResult<T.CancelIntentData>> {
+    return this.client.execute<T.CancelIntentData>(operations.CancelIntent, variables, options);
+  }
+
+  /**
    * The client settings and payload cap the runtime obeys. Printed, this is byte for byte the document
    * AgentGraphClient.refreshCapabilities() sends (the runtime's CAPABILITIES_DOCUMENT), so that call is
    * in the manifest and passes trusted-documents mode. Change both together: codegen/test/sdk-ir.test.ts
@@ -120,6 +135,24 @@ export class AgentGraph {
     options?: CallOptions,
   ): Promise<ExecuteResult<T.ChangeMemberRoleData>> {
     return this.client.execute<T.ChangeMemberRoleData>(operations.ChangeMemberRole, variables, options);
+  }
+
+  /**
+   * Ask a device to perform an action: stored QUEUED with the device's next sequence number, signed
+   * (intent+jwt, see the JWKS at coordination's /.well-known/intent-jwks.json) and streamed to the
+   * device. OPERATOR or above; the device must be ENROLLED with remote actions enabled.
+   *
+   * `mutation CreateIntent`, the default operation for Mutation.createIntent. Idempotent: the SDK makes
+   * one key per call and resends it on every retry; pass `options.idempotencyKey` (a key you persisted)
+   * to repeat a logical call across restarts. `replayed` says the server answered with the stored result
+   * of an earlier attempt. Privacy gate: `input.action` INTERNAL, `input.deviceId` INTERNAL,
+   * `input.executionTimeoutSeconds` PUBLIC, `input.expiresInSeconds` PUBLIC, `input.params` PERSONAL.
+   */
+  createIntent(
+    variables: T.CreateIntentVariables,
+    options?: CallOptions,
+  ): Promise<ExecuteResult<T.CreateIntentData>> {
+    return this.client.execute<T.CreateIntentData>(operations.CreateIntent, variables, options);
   }
 
   /**
@@ -225,6 +258,20 @@ export class AgentGraph {
   }
 
   /**
+   * A device's intents in sequence order after afterSeq: the device stream's backlog as a query, for
+   * clients behind proxies that end streams (poll it with the last seq handled). A device token may read
+   * only its own device.
+   *
+   * `query DeviceIntents`, the default operation for Query.deviceIntents.
+   */
+  deviceIntents(
+    variables: T.DeviceIntentsVariables,
+    options?: CallOptions,
+  ): Promise<ExecuteResult<T.DeviceIntentsData>> {
+    return this.client.execute<T.DeviceIntentsData>(operations.DeviceIntents, variables, options);
+  }
+
+  /**
    * The devices of the caller's tenant, a page at a time (paginateDevices walks every page).
    *
    * `query Devices` from schemas/operations/identity.graphql.
@@ -243,6 +290,15 @@ export class AgentGraph {
     options: PageOptions = {},
   ): AsyncIterable<T.DevicesNode> {
     return this.pages<T.DevicesNode>(operations.Devices, variables, 'after', ['tenant', 'devices'], options);
+  }
+
+  /**
+   * An intent of the caller's tenant (a device token sees only its own device's intents).
+   *
+   * `query Intent`, the default operation for Query.intent.
+   */
+  intent(variables: T.IntentVariables, options?: CallOptions): Promise<ExecuteResult<T.IntentData>> {
+    return this.client.execute<T.IntentData>(operations.Intent, variables, options);
   }
 
   /**
@@ -379,6 +435,24 @@ export class AgentGraph {
     options?: CallOptions,
   ): Promise<ExecuteResult<T.RenameDeviceData>> {
     return this.client.execute<T.RenameDeviceData>(operations.RenameDevice, variables, options);
+  }
+
+  /**
+   * A device reports a state change of one of its intents: a compact JWS (typ intent-report+jwt) signed
+   * with the device's enrolled key; claims iss (device id), aud (the intent's iss), jti (unique per
+   * report), iat, intent (intent id), state, reason (optional). Only the intent's device may report,
+   * with its own access token.
+   *
+   * `mutation ReportIntentState`, the default operation for Mutation.reportIntentState. Idempotent: the
+   * SDK makes one key per call and resends it on every retry; pass `options.idempotencyKey` (a key you
+   * persisted) to repeat a logical call across restarts. `replayed` says the server answered with the
+   * stored result of an earlier attempt. Privacy gate: `report` INTERNAL.
+   */
+  reportIntentState(
+    variables: T.ReportIntentStateVariables,
+    options?: CallOptions,
+  ): Promise<ExecuteResult<T.ReportIntentStateData>> {
+    return this.client.execute<T.ReportIntentStateData>(operations.ReportIntentState, variables, options);
   }
 
   /**

@@ -2,7 +2,7 @@
 import type { OperationSpec, SubscriptionSpec } from './runtime/index.js';
 
 /** The schema version (capabilities.schemaVersion) these operations were generated from. */
-export const SCHEMA_VERSION = '707b11dc5faf';
+export const SCHEMA_VERSION = 'ff1cb770c05e';
 
 /**
  * Every query and mutation, by name, as AgentGraphClient.execute takes them (and sendWithClient, for
@@ -38,10 +38,23 @@ export const operations = {
     kind: 'mutation',
     idempotent: true,
     document:
-      'mutation ApproveDeviceAuthorization($userCode: String!, $idempotencyKey: ID!) { approveDeviceAuthorization(userCode: $userCode, idempotencyKey: $idempotencyKey) { device { id name platform status remoteActionsEnabled owner { id email displayName createdAt } createdAt enrolledAt revokedAt keyThumbprint } } }',
+      'mutation ApproveDeviceAuthorization($userCode: String!, $idempotencyKey: ID!) { approveDeviceAuthorization(userCode: $userCode, idempotencyKey: $idempotencyKey) { device { id name platform status remoteActionsEnabled owner { id email displayName createdAt } createdAt enrolledAt revokedAt keyThumbprint publicJwk } } }',
     privacy: {
       userCode: { class: 'INTERNAL', required: true },
     },
+  },
+  /**
+   * Cancel an intent you requested, while it is QUEUED or DELIVERED.
+   *
+   * Default operation for Mutation.cancelIntent (no curated operation selects it).
+   */
+  CancelIntent: {
+    name: 'CancelIntent',
+    kind: 'mutation',
+    idempotent: true,
+    document:
+      'mutation CancelIntent($id: ID!, $idempotencyKey: ID!) { cancelIntent(id: $id, idempotencyKey: $idempotencyKey) { intent { id device { id name platform status remoteActionsEnabled createdAt enrolledAt revokedAt keyThumbprint publicJwk } requester { id email displayName createdAt } action params state seq createdAt expiresAt executionDeadline jws } } }',
+    privacy: {},
   },
   /**
    * The client settings and payload cap the runtime obeys. Printed, this is byte for byte the document
@@ -74,6 +87,27 @@ export const operations = {
     privacy: {
       role: { class: 'INTERNAL', required: true },
       userId: { class: 'INTERNAL', required: true },
+    },
+  },
+  /**
+   * Ask a device to perform an action: stored QUEUED with the device's next sequence number, signed
+   * (intent+jwt, see the JWKS at coordination's /.well-known/intent-jwks.json) and streamed to the
+   * device. OPERATOR or above; the device must be ENROLLED with remote actions enabled.
+   *
+   * Default operation for Mutation.createIntent (no curated operation selects it).
+   */
+  CreateIntent: {
+    name: 'CreateIntent',
+    kind: 'mutation',
+    idempotent: true,
+    document:
+      'mutation CreateIntent($input: CreateIntentInput!, $idempotencyKey: ID!) { createIntent(input: $input, idempotencyKey: $idempotencyKey) { intent { id device { id name platform status remoteActionsEnabled createdAt enrolledAt revokedAt keyThumbprint publicJwk } requester { id email displayName createdAt } action params state seq createdAt expiresAt executionDeadline jws } } }',
+    privacy: {
+      'input.action': { class: 'INTERNAL', required: true },
+      'input.deviceId': { class: 'INTERNAL', required: true },
+      'input.executionTimeoutSeconds': { class: 'PUBLIC', required: false },
+      'input.expiresInSeconds': { class: 'PUBLIC', required: true },
+      'input.params': { class: 'PERSONAL', required: false },
     },
   },
   /** Default operation for Mutation.createPlugin (no curated operation selects it). */
@@ -155,7 +189,7 @@ export const operations = {
     kind: 'query',
     idempotent: false,
     document:
-      'query Device($id: ID!) { device(id: $id) { id name platform status remoteActionsEnabled owner { id email displayName createdAt } createdAt enrolledAt revokedAt keyThumbprint } }',
+      'query Device($id: ID!) { device(id: $id) { id name platform status remoteActionsEnabled owner { id email displayName createdAt } createdAt enrolledAt revokedAt keyThumbprint publicJwk } }',
     privacy: {},
   },
   /**
@@ -177,6 +211,21 @@ export const operations = {
     },
   },
   /**
+   * A device's intents in sequence order after afterSeq: the device stream's backlog as a query, for
+   * clients behind proxies that end streams (poll it with the last seq handled). A device token may read
+   * only its own device.
+   *
+   * Default operation for Query.deviceIntents (no curated operation selects it).
+   */
+  DeviceIntents: {
+    name: 'DeviceIntents',
+    kind: 'query',
+    idempotent: false,
+    document:
+      'query DeviceIntents($deviceId: ID!, $afterSeq: Int, $first: Int) { deviceIntents(deviceId: $deviceId, afterSeq: $afterSeq, first: $first) { edges { cursor node { id device { id name platform status remoteActionsEnabled owner { id email displayName createdAt } createdAt enrolledAt revokedAt keyThumbprint publicJwk } requester { id email displayName createdAt } action params state seq createdAt expiresAt executionDeadline jws } } pageInfo { hasNextPage endCursor } } }',
+    privacy: {},
+  },
+  /**
    * The devices of the caller's tenant, a page at a time (paginateDevices walks every page).
    *
    * From schemas/operations/identity.graphql.
@@ -187,6 +236,19 @@ export const operations = {
     idempotent: false,
     document:
       'query Devices($first: Int, $after: String) { tenant { devices(first: $first, after: $after) { edges { cursor node { id name platform status remoteActionsEnabled owner { id displayName } createdAt enrolledAt revokedAt keyThumbprint } } pageInfo { hasNextPage endCursor } } } }',
+    privacy: {},
+  },
+  /**
+   * An intent of the caller's tenant (a device token sees only its own device's intents).
+   *
+   * Default operation for Query.intent (no curated operation selects it).
+   */
+  Intent: {
+    name: 'Intent',
+    kind: 'query',
+    idempotent: false,
+    document:
+      'query Intent($id: ID!) { intent(id: $id) { id device { id name platform status remoteActionsEnabled owner { id email displayName createdAt } createdAt enrolledAt revokedAt keyThumbprint publicJwk } requester { id email displayName createdAt } action params state seq createdAt expiresAt executionDeadline jws } }',
     privacy: {},
   },
   /**
@@ -280,7 +342,7 @@ export const operations = {
     kind: 'mutation',
     idempotent: true,
     document:
-      'mutation RegisterDevice($input: RegisterDeviceInput!, $idempotencyKey: ID!) { registerDevice(input: $input, idempotencyKey: $idempotencyKey) { device { id name platform status remoteActionsEnabled owner { id email displayName createdAt } createdAt enrolledAt revokedAt keyThumbprint } } }',
+      'mutation RegisterDevice($input: RegisterDeviceInput!, $idempotencyKey: ID!) { registerDevice(input: $input, idempotencyKey: $idempotencyKey) { device { id name platform status remoteActionsEnabled owner { id email displayName createdAt } createdAt enrolledAt revokedAt keyThumbprint publicJwk } } }',
     privacy: {
       'input.name': { class: 'INTERNAL', required: true },
       'input.platform': { class: 'PUBLIC', required: true },
@@ -313,10 +375,28 @@ export const operations = {
     kind: 'mutation',
     idempotent: true,
     document:
-      'mutation RenameDevice($id: ID!, $name: String!, $idempotencyKey: ID!) { renameDevice(id: $id, name: $name, idempotencyKey: $idempotencyKey) { device { id name platform status remoteActionsEnabled owner { id email displayName createdAt } createdAt enrolledAt revokedAt keyThumbprint } } }',
+      'mutation RenameDevice($id: ID!, $name: String!, $idempotencyKey: ID!) { renameDevice(id: $id, name: $name, idempotencyKey: $idempotencyKey) { device { id name platform status remoteActionsEnabled owner { id email displayName createdAt } createdAt enrolledAt revokedAt keyThumbprint publicJwk } } }',
     privacy: {
       id: { class: 'INTERNAL', required: true },
       name: { class: 'INTERNAL', required: true },
+    },
+  },
+  /**
+   * A device reports a state change of one of its intents: a compact JWS (typ intent-report+jwt) signed
+   * with the device's enrolled key; claims iss (device id), aud (the intent's iss), jti (unique per
+   * report), iat, intent (intent id), state, reason (optional). Only the intent's device may report,
+   * with its own access token.
+   *
+   * Default operation for Mutation.reportIntentState (no curated operation selects it).
+   */
+  ReportIntentState: {
+    name: 'ReportIntentState',
+    kind: 'mutation',
+    idempotent: true,
+    document:
+      'mutation ReportIntentState($report: String!, $idempotencyKey: ID!) { reportIntentState(report: $report, idempotencyKey: $idempotencyKey) { intent { id device { id name platform status remoteActionsEnabled createdAt enrolledAt revokedAt keyThumbprint publicJwk } requester { id email displayName createdAt } action params state seq createdAt expiresAt executionDeadline jws } } }',
+    privacy: {
+      report: { class: 'INTERNAL', required: true },
     },
   },
   /**
@@ -330,7 +410,7 @@ export const operations = {
     kind: 'mutation',
     idempotent: true,
     document:
-      'mutation RevokeDevice($id: ID!, $idempotencyKey: ID!) { revokeDevice(id: $id, idempotencyKey: $idempotencyKey) { device { id name platform status remoteActionsEnabled owner { id email displayName createdAt } createdAt enrolledAt revokedAt keyThumbprint } } }',
+      'mutation RevokeDevice($id: ID!, $idempotencyKey: ID!) { revokeDevice(id: $id, idempotencyKey: $idempotencyKey) { device { id name platform status remoteActionsEnabled owner { id email displayName createdAt } createdAt enrolledAt revokedAt keyThumbprint publicJwk } } }',
     privacy: {
       id: { class: 'INTERNAL', required: true },
     },
@@ -397,7 +477,7 @@ export const operations = {
     kind: 'mutation',
     idempotent: true,
     document:
-      'mutation SetRemoteActionsEnabled($enabled: Boolean!, $idempotencyKey: ID!) { setRemoteActionsEnabled(enabled: $enabled, idempotencyKey: $idempotencyKey) { device { id name platform status remoteActionsEnabled owner { id email displayName createdAt } createdAt enrolledAt revokedAt keyThumbprint } } }',
+      'mutation SetRemoteActionsEnabled($enabled: Boolean!, $idempotencyKey: ID!) { setRemoteActionsEnabled(enabled: $enabled, idempotencyKey: $idempotencyKey) { device { id name platform status remoteActionsEnabled owner { id email displayName createdAt } createdAt enrolledAt revokedAt keyThumbprint publicJwk } } }',
     privacy: {
       enabled: { class: 'PUBLIC', required: true },
     },
@@ -463,6 +543,31 @@ export const operations = {
 
 /** Every subscription, by name, for the runtime's stream client (createSubscriptions(client).subscribe). */
 export const subscriptions = {
+  /**
+   * The calling device's intents (device token only), in sequence order: first those after afterSeq (the
+   * last seq the device handled; 0 for all), then new ones live, with no gap and no duplicate.
+   *
+   * Default operation for Subscription.deviceIntents (no curated operation selects it).
+   */
+  DeviceIntentsSubscription: {
+    name: 'DeviceIntentsSubscription',
+    kind: 'subscription',
+    document:
+      'subscription DeviceIntentsSubscription($afterSeq: Int) { deviceIntents(afterSeq: $afterSeq) { id device { id name platform status remoteActionsEnabled owner { id email displayName createdAt } createdAt enrolledAt revokedAt keyThumbprint publicJwk } requester { id email displayName createdAt } action params state seq createdAt expiresAt executionDeadline jws } }',
+    privacy: {},
+  },
+  /**
+   * Every state change of one intent (users of its tenant), from its creation on, then live.
+   *
+   * Default operation for Subscription.intentUpdates (no curated operation selects it).
+   */
+  IntentUpdates: {
+    name: 'IntentUpdates',
+    kind: 'subscription',
+    document:
+      'subscription IntentUpdates($intentId: ID!) { intentUpdates(intentId: $intentId) { intent { id device { id name platform status remoteActionsEnabled createdAt enrolledAt revokedAt keyThumbprint publicJwk } requester { id email displayName createdAt } action params state seq createdAt expiresAt executionDeadline jws } n state at actor reason } }',
+    privacy: {},
+  },
   /**
    * New messages in a room, live; with afterSeq the stream first replays the messages after it.
    *

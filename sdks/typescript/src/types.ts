@@ -7,6 +7,32 @@ export type DeviceStatus = 'PENDING' | 'ENROLLED' | 'REVOKED';
 
 export const DeviceStatusValues = ['PENDING', 'ENROLLED', 'REVOKED'] as const;
 
+/** The honest states of an intent (DESIGN.md §1). The server alone sets EXPIRED and OUTCOME_UNKNOWN. */
+export type IntentState =
+  | 'QUEUED'
+  | 'DELIVERED'
+  | 'LOCALLY_APPROVED'
+  | 'DENIED_BY_POLICY'
+  | 'EXECUTING'
+  | 'COMPLETED'
+  | 'FAILED'
+  | 'CANCELLED'
+  | 'EXPIRED'
+  | 'OUTCOME_UNKNOWN';
+
+export const IntentStateValues = [
+  'QUEUED',
+  'DELIVERED',
+  'LOCALLY_APPROVED',
+  'DENIED_BY_POLICY',
+  'EXECUTING',
+  'COMPLETED',
+  'FAILED',
+  'CANCELLED',
+  'EXPIRED',
+  'OUTCOME_UNKNOWN',
+] as const;
+
 export type ReleaseState =
   'AWAITING_UPLOAD' | 'QUARANTINED' | 'ANALYSIS_FAILED' | 'IN_REVIEW' | 'APPROVED' | 'REJECTED' | 'REVOKED';
 
@@ -31,6 +57,30 @@ export type AddMemberInput = {
   email: string;
   /** Data class: INTERNAL. */
   role: Role;
+};
+
+export type CreateIntentInput = {
+  /** Data class: INTERNAL. */
+  deviceId: string;
+  /**
+   * What the device should do, e.g. open-app (1-100 characters). Data class: INTERNAL.
+   */
+  action: string;
+  /**
+   * The action's parameters as JSON object text (at most 16 KB). Data class: PERSONAL.
+   * @defaultValue "{}"
+   */
+  params?: string | null;
+  /**
+   * Seconds until the intent expires unless it is executing (10-3600). Data class: PUBLIC.
+   */
+  expiresInSeconds: number;
+  /**
+   * Seconds the device has, once EXECUTING, to report an outcome before it becomes OUTCOME_UNKNOWN
+   * (10-86400, default 300). Data class: PUBLIC.
+   * @defaultValue 300
+   */
+  executionTimeoutSeconds?: number | null;
 };
 
 export type CreatePluginInput = {
@@ -147,6 +197,60 @@ export type ApproveDeviceAuthorizationData = {
       revokedAt: DateTime | null;
       /** RFC 7638 SHA-256 thumbprint of the public key the device signs its reports with; null while PENDING. */
       keyThumbprint: string | null;
+      /** The public key (a JWK, as JSON text) the device signs its reports with; null unless ENROLLED. */
+      publicJwk: string | null;
+    };
+  };
+};
+
+/** Variables of the mutation CancelIntent. */
+export type CancelIntentVariables = {
+  id: string;
+  /** Made by the SDK once per call when absent (or pass `options.idempotencyKey`). */
+  idempotencyKey?: string;
+};
+
+/** Result of the mutation CancelIntent. */
+export type CancelIntentData = {
+  /** Cancel an intent you requested, while it is QUEUED or DELIVERED. */
+  cancelIntent: {
+    intent: {
+      id: string;
+      device: {
+        id: string;
+        name: string;
+        platform: string;
+        status: DeviceStatus;
+        /** Set by the device's local user; no remote action reaches a device without it. */
+        remoteActionsEnabled: boolean;
+        createdAt: DateTime;
+        /** When the device was enrolled (its enrolment request approved); null while PENDING. */
+        enrolledAt: DateTime | null;
+        /** When the device was revoked; null unless REVOKED. */
+        revokedAt: DateTime | null;
+        /** RFC 7638 SHA-256 thumbprint of the public key the device signs its reports with; null while PENDING. */
+        keyThumbprint: string | null;
+        /** The public key (a JWK, as JSON text) the device signs its reports with; null unless ENROLLED. */
+        publicJwk: string | null;
+      };
+      requester: {
+        id: string;
+        email: string;
+        displayName: string;
+        createdAt: DateTime;
+      };
+      action: string;
+      /** The action's parameters as JSON object text. */
+      params: string;
+      state: IntentState;
+      /** Position in the device's intent sequence, starting at 1, without gaps. */
+      seq: number;
+      createdAt: DateTime;
+      expiresAt: DateTime;
+      /** When EXECUTING turns into OUTCOME_UNKNOWN if no outcome is reported; null until EXECUTING. */
+      executionDeadline: DateTime | null;
+      /** The compact JWS (typ intent+jwt) the device verifies before acting. */
+      jws: string;
     };
   };
 };
@@ -195,6 +299,62 @@ export type ChangeMemberRoleData = {
       };
       role: Role;
       createdAt: DateTime;
+    };
+  };
+};
+
+/** Variables of the mutation CreateIntent. */
+export type CreateIntentVariables = {
+  input: CreateIntentInput;
+  /** Made by the SDK once per call when absent (or pass `options.idempotencyKey`). */
+  idempotencyKey?: string;
+};
+
+/** Result of the mutation CreateIntent. */
+export type CreateIntentData = {
+  /**
+   * Ask a device to perform an action: stored QUEUED with the device's next sequence number, signed
+   * (intent+jwt, see the JWKS at coordination's /.well-known/intent-jwks.json) and streamed to the
+   * device. OPERATOR or above; the device must be ENROLLED with remote actions enabled.
+   */
+  createIntent: {
+    intent: {
+      id: string;
+      device: {
+        id: string;
+        name: string;
+        platform: string;
+        status: DeviceStatus;
+        /** Set by the device's local user; no remote action reaches a device without it. */
+        remoteActionsEnabled: boolean;
+        createdAt: DateTime;
+        /** When the device was enrolled (its enrolment request approved); null while PENDING. */
+        enrolledAt: DateTime | null;
+        /** When the device was revoked; null unless REVOKED. */
+        revokedAt: DateTime | null;
+        /** RFC 7638 SHA-256 thumbprint of the public key the device signs its reports with; null while PENDING. */
+        keyThumbprint: string | null;
+        /** The public key (a JWK, as JSON text) the device signs its reports with; null unless ENROLLED. */
+        publicJwk: string | null;
+      };
+      requester: {
+        id: string;
+        email: string;
+        displayName: string;
+        createdAt: DateTime;
+      };
+      action: string;
+      /** The action's parameters as JSON object text. */
+      params: string;
+      state: IntentState;
+      /** Position in the device's intent sequence, starting at 1, without gaps. */
+      seq: number;
+      createdAt: DateTime;
+      expiresAt: DateTime;
+      /** When EXECUTING turns into OUTCOME_UNKNOWN if no outcome is reported; null until EXECUTING. */
+      executionDeadline: DateTime | null;
+      /** The compact JWS (typ intent+jwt) the device verifies before acting. */
+      jws: string;
     };
   };
 };
@@ -347,6 +507,8 @@ export type DeviceData = {
     revokedAt: DateTime | null;
     /** RFC 7638 SHA-256 thumbprint of the public key the device signs its reports with; null while PENDING. */
     keyThumbprint: string | null;
+    /** The public key (a JWK, as JSON text) the device signs its reports with; null unless ENROLLED. */
+    publicJwk: string | null;
   } | null;
 };
 
@@ -379,6 +541,132 @@ export type DeviceAuthorizationData = {
     /** When the request expires unless approved or denied. */
     expiresAt: DateTime;
   } | null;
+};
+
+/** Variables of the query DeviceIntents. */
+export type DeviceIntentsVariables = {
+  deviceId: string;
+  afterSeq?: number | null;
+  first?: number | null;
+};
+
+/** Result of the query DeviceIntents. */
+export type DeviceIntentsData = {
+  /**
+   * A device's intents in sequence order after afterSeq: the device stream's backlog as a query, for
+   * clients behind proxies that end streams (poll it with the last seq handled). A device token may read
+   * only its own device.
+   */
+  deviceIntents: {
+    edges: Array<{
+      cursor: string;
+      node: {
+        id: string;
+        device: {
+          id: string;
+          name: string;
+          platform: string;
+          status: DeviceStatus;
+          /** Set by the device's local user; no remote action reaches a device without it. */
+          remoteActionsEnabled: boolean;
+          owner: {
+            id: string;
+            email: string;
+            displayName: string;
+            createdAt: DateTime;
+          };
+          createdAt: DateTime;
+          /** When the device was enrolled (its enrolment request approved); null while PENDING. */
+          enrolledAt: DateTime | null;
+          /** When the device was revoked; null unless REVOKED. */
+          revokedAt: DateTime | null;
+          /** RFC 7638 SHA-256 thumbprint of the public key the device signs its reports with; null while PENDING. */
+          keyThumbprint: string | null;
+          /** The public key (a JWK, as JSON text) the device signs its reports with; null unless ENROLLED. */
+          publicJwk: string | null;
+        };
+        requester: {
+          id: string;
+          email: string;
+          displayName: string;
+          createdAt: DateTime;
+        };
+        action: string;
+        /** The action's parameters as JSON object text. */
+        params: string;
+        state: IntentState;
+        /** Position in the device's intent sequence, starting at 1, without gaps. */
+        seq: number;
+        createdAt: DateTime;
+        expiresAt: DateTime;
+        /** When EXECUTING turns into OUTCOME_UNKNOWN if no outcome is reported; null until EXECUTING. */
+        executionDeadline: DateTime | null;
+        /** The compact JWS (typ intent+jwt) the device verifies before acting. */
+        jws: string;
+      };
+    }>;
+    pageInfo: {
+      hasNextPage: boolean;
+      endCursor: string | null;
+    };
+  };
+};
+
+/** Variables of the subscription DeviceIntentsSubscription. */
+export type DeviceIntentsSubscriptionVariables = {
+  afterSeq?: number | null;
+};
+
+/** Result of the subscription DeviceIntentsSubscription. */
+export type DeviceIntentsSubscriptionData = {
+  /**
+   * The calling device's intents (device token only), in sequence order: first those after afterSeq (the
+   * last seq the device handled; 0 for all), then new ones live, with no gap and no duplicate.
+   */
+  deviceIntents: {
+    id: string;
+    device: {
+      id: string;
+      name: string;
+      platform: string;
+      status: DeviceStatus;
+      /** Set by the device's local user; no remote action reaches a device without it. */
+      remoteActionsEnabled: boolean;
+      owner: {
+        id: string;
+        email: string;
+        displayName: string;
+        createdAt: DateTime;
+      };
+      createdAt: DateTime;
+      /** When the device was enrolled (its enrolment request approved); null while PENDING. */
+      enrolledAt: DateTime | null;
+      /** When the device was revoked; null unless REVOKED. */
+      revokedAt: DateTime | null;
+      /** RFC 7638 SHA-256 thumbprint of the public key the device signs its reports with; null while PENDING. */
+      keyThumbprint: string | null;
+      /** The public key (a JWK, as JSON text) the device signs its reports with; null unless ENROLLED. */
+      publicJwk: string | null;
+    };
+    requester: {
+      id: string;
+      email: string;
+      displayName: string;
+      createdAt: DateTime;
+    };
+    action: string;
+    /** The action's parameters as JSON object text. */
+    params: string;
+    state: IntentState;
+    /** Position in the device's intent sequence, starting at 1, without gaps. */
+    seq: number;
+    createdAt: DateTime;
+    expiresAt: DateTime;
+    /** When EXECUTING turns into OUTCOME_UNKNOWN if no outcome is reported; null until EXECUTING. */
+    executionDeadline: DateTime | null;
+    /** The compact JWS (typ intent+jwt) the device verifies before acting. */
+    jws: string;
+  };
 };
 
 /** Variables of the query Devices. */
@@ -424,6 +712,117 @@ export type DevicesData = {
 
 /** A node of Devices's connection tenant.devices. */
 export type DevicesNode = NonNullable<NonNullable<DevicesData['tenant']['devices']['edges']>[number]>['node'];
+
+/** Variables of the query Intent. */
+export type IntentVariables = {
+  id: string;
+};
+
+/** Result of the query Intent. */
+export type IntentData = {
+  /** An intent of the caller's tenant (a device token sees only its own device's intents). */
+  intent: {
+    id: string;
+    device: {
+      id: string;
+      name: string;
+      platform: string;
+      status: DeviceStatus;
+      /** Set by the device's local user; no remote action reaches a device without it. */
+      remoteActionsEnabled: boolean;
+      owner: {
+        id: string;
+        email: string;
+        displayName: string;
+        createdAt: DateTime;
+      };
+      createdAt: DateTime;
+      /** When the device was enrolled (its enrolment request approved); null while PENDING. */
+      enrolledAt: DateTime | null;
+      /** When the device was revoked; null unless REVOKED. */
+      revokedAt: DateTime | null;
+      /** RFC 7638 SHA-256 thumbprint of the public key the device signs its reports with; null while PENDING. */
+      keyThumbprint: string | null;
+      /** The public key (a JWK, as JSON text) the device signs its reports with; null unless ENROLLED. */
+      publicJwk: string | null;
+    };
+    requester: {
+      id: string;
+      email: string;
+      displayName: string;
+      createdAt: DateTime;
+    };
+    action: string;
+    /** The action's parameters as JSON object text. */
+    params: string;
+    state: IntentState;
+    /** Position in the device's intent sequence, starting at 1, without gaps. */
+    seq: number;
+    createdAt: DateTime;
+    expiresAt: DateTime;
+    /** When EXECUTING turns into OUTCOME_UNKNOWN if no outcome is reported; null until EXECUTING. */
+    executionDeadline: DateTime | null;
+    /** The compact JWS (typ intent+jwt) the device verifies before acting. */
+    jws: string;
+  } | null;
+};
+
+/** Variables of the subscription IntentUpdates. */
+export type IntentUpdatesVariables = {
+  intentId: string;
+};
+
+/** Result of the subscription IntentUpdates. */
+export type IntentUpdatesData = {
+  /** Every state change of one intent (users of its tenant), from its creation on, then live. */
+  intentUpdates: {
+    intent: {
+      id: string;
+      device: {
+        id: string;
+        name: string;
+        platform: string;
+        status: DeviceStatus;
+        /** Set by the device's local user; no remote action reaches a device without it. */
+        remoteActionsEnabled: boolean;
+        createdAt: DateTime;
+        /** When the device was enrolled (its enrolment request approved); null while PENDING. */
+        enrolledAt: DateTime | null;
+        /** When the device was revoked; null unless REVOKED. */
+        revokedAt: DateTime | null;
+        /** RFC 7638 SHA-256 thumbprint of the public key the device signs its reports with; null while PENDING. */
+        keyThumbprint: string | null;
+        /** The public key (a JWK, as JSON text) the device signs its reports with; null unless ENROLLED. */
+        publicJwk: string | null;
+      };
+      requester: {
+        id: string;
+        email: string;
+        displayName: string;
+        createdAt: DateTime;
+      };
+      action: string;
+      /** The action's parameters as JSON object text. */
+      params: string;
+      state: IntentState;
+      /** Position in the device's intent sequence, starting at 1, without gaps. */
+      seq: number;
+      createdAt: DateTime;
+      expiresAt: DateTime;
+      /** When EXECUTING turns into OUTCOME_UNKNOWN if no outcome is reported; null until EXECUTING. */
+      executionDeadline: DateTime | null;
+      /** The compact JWS (typ intent+jwt) the device verifies before acting. */
+      jws: string;
+    };
+    /** 1 for the creation, then one more per change. */
+    n: number;
+    state: IntentState;
+    at: DateTime;
+    /** Who made the change: a user id, device:<id> for a device report, or system for the server. */
+    actor: string;
+    reason: string | null;
+  };
+};
 
 /** Variables of the query Members. */
 export type MembersVariables = {
@@ -685,6 +1084,8 @@ export type RegisterDeviceData = {
       revokedAt: DateTime | null;
       /** RFC 7638 SHA-256 thumbprint of the public key the device signs its reports with; null while PENDING. */
       keyThumbprint: string | null;
+      /** The public key (a JWK, as JSON text) the device signs its reports with; null unless ENROLLED. */
+      publicJwk: string | null;
     };
   };
 };
@@ -741,6 +1142,65 @@ export type RenameDeviceData = {
       revokedAt: DateTime | null;
       /** RFC 7638 SHA-256 thumbprint of the public key the device signs its reports with; null while PENDING. */
       keyThumbprint: string | null;
+      /** The public key (a JWK, as JSON text) the device signs its reports with; null unless ENROLLED. */
+      publicJwk: string | null;
+    };
+  };
+};
+
+/** Variables of the mutation ReportIntentState. */
+export type ReportIntentStateVariables = {
+  report: string;
+  /** Made by the SDK once per call when absent (or pass `options.idempotencyKey`). */
+  idempotencyKey?: string;
+};
+
+/** Result of the mutation ReportIntentState. */
+export type ReportIntentStateData = {
+  /**
+   * A device reports a state change of one of its intents: a compact JWS (typ intent-report+jwt) signed
+   * with the device's enrolled key; claims iss (device id), aud (the intent's iss), jti (unique per
+   * report), iat, intent (intent id), state, reason (optional). Only the intent's device may report,
+   * with its own access token.
+   */
+  reportIntentState: {
+    intent: {
+      id: string;
+      device: {
+        id: string;
+        name: string;
+        platform: string;
+        status: DeviceStatus;
+        /** Set by the device's local user; no remote action reaches a device without it. */
+        remoteActionsEnabled: boolean;
+        createdAt: DateTime;
+        /** When the device was enrolled (its enrolment request approved); null while PENDING. */
+        enrolledAt: DateTime | null;
+        /** When the device was revoked; null unless REVOKED. */
+        revokedAt: DateTime | null;
+        /** RFC 7638 SHA-256 thumbprint of the public key the device signs its reports with; null while PENDING. */
+        keyThumbprint: string | null;
+        /** The public key (a JWK, as JSON text) the device signs its reports with; null unless ENROLLED. */
+        publicJwk: string | null;
+      };
+      requester: {
+        id: string;
+        email: string;
+        displayName: string;
+        createdAt: DateTime;
+      };
+      action: string;
+      /** The action's parameters as JSON object text. */
+      params: string;
+      state: IntentState;
+      /** Position in the device's intent sequence, starting at 1, without gaps. */
+      seq: number;
+      createdAt: DateTime;
+      expiresAt: DateTime;
+      /** When EXECUTING turns into OUTCOME_UNKNOWN if no outcome is reported; null until EXECUTING. */
+      executionDeadline: DateTime | null;
+      /** The compact JWS (typ intent+jwt) the device verifies before acting. */
+      jws: string;
     };
   };
 };
@@ -779,6 +1239,8 @@ export type RevokeDeviceData = {
       revokedAt: DateTime | null;
       /** RFC 7638 SHA-256 thumbprint of the public key the device signs its reports with; null while PENDING. */
       keyThumbprint: string | null;
+      /** The public key (a JWK, as JSON text) the device signs its reports with; null unless ENROLLED. */
+      publicJwk: string | null;
     };
   };
 };
@@ -929,6 +1391,8 @@ export type SetRemoteActionsEnabledData = {
       revokedAt: DateTime | null;
       /** RFC 7638 SHA-256 thumbprint of the public key the device signs its reports with; null while PENDING. */
       keyThumbprint: string | null;
+      /** The public key (a JWK, as JSON text) the device signs its reports with; null unless ENROLLED. */
+      publicJwk: string | null;
     };
   };
 };

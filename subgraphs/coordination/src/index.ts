@@ -1,19 +1,95 @@
 /**
- * The coordination subgraph: rooms, their append-only message logs, and the live message stream
- * (schemas/coordination.graphql). Served in-process by `npm start` or alone by src/main.ts.
+ * The coordination subgraph: rooms and their message logs, and signed command intents for devices, with their
+ * live streams (schemas/coordination.graphql). Served in-process by `npm start` or alone by src/main.ts.
  */
-import { schemaFileOf, type SubgraphModule } from '@agentgraph/runtime';
-import { resolvers } from './resolvers.js';
+import { schemaFileOf, sendJson, type SubgraphModule } from '@agentgraph/runtime';
+import { createDeviceDirectory } from './intents/device-directory.js';
+import { INTENT_JWKS_PATH, ensureIntentKeys, publishedIntentJwks, rotateIntentKey } from './intents/keys.js';
+import { createIntentResolvers } from './intents/resolvers.js';
+import { startIntentSweeper } from './intents/sweeper.js';
+import { resolvers as roomResolvers } from './resolvers.js';
 
-export const coordinationSubgraph: SubgraphModule = {
-  name: 'coordination',
-  schemaFile: schemaFileOf('coordination'),
-  resolvers,
-  migrations: {
-    namespace: 'coordination',
-    dir: new URL('../migrations', import.meta.url).pathname,
-  },
-};
+export interface CoordinationOptions {
+  /** The clock of intents (creation, expiry, reports, the sweeper). Default: the system clock. */
+  now?: () => Date;
+  /** Used to ask identity about devices. Default: globalThis.fetch. */
+  fetch?: typeof fetch;
+  /** How often the background sweeper runs (ms, default 1000); 0 turns it off (tests sweep by hand). */
+  sweepIntervalMs?: number;
+  /** Age at which the active intent key is replaced by the pending one (seconds, default 30 days). */
+  keyRotationSeconds?: number;
+}
+
+/** How often the key maintenance looks at the keys. */
+const KEY_CHECK_MS = 60 * 60_000;
+
+export function createCoordinationSubgraph(opts: CoordinationOptions = {}): SubgraphModule {
+  const now = opts.now ?? (() => new Date());
+  const intents = createIntentResolvers({
+    now,
+    devices: createDeviceDirectory({ fetch: opts.fetch, now: () => now().getTime() }),
+  });
+  return {
+    name: 'coordination',
+    schemaFile: schemaFileOf('coordination'),
+    resolvers: {
+      ...roomResolvers,
+      ...intents,
+      Query: { ...roomResolvers.Query, ...intents.Query },
+      Mutation: { ...roomResolvers.Mutation, ...intents.Mutation },
+      Subscription: { ...roomResolvers.Subscription, ...intents.Subscription },
+    },
+    migrations: {
+      namespace: 'coordination',
+      dir: new URL('../migrations', import.meta.url).pathname,
+    },
+    routes: ({ db }) => ({
+      // Desktops fetch the intent keys from coordination's origin (the gateway does not proxy this path).
+      [INTENT_JWKS_PATH]: async (req, res) => {
+        if (req.method !== 'GET' && req.method !== 'HEAD') {
+          res.writeHead(405, { allow: 'GET, HEAD' }).end();
+          return;
+        }
+        sendJson(
+          res,
+          200,
+          await publishedIntentJwks(db),
+          { 'cache-control': 'public, max-age=300' },
+          'application/jwk-set+json',
+        );
+      },
+    }),
+    background: ({ db, log }) => {
+      const stopSweeper =
+        opts.sweepIntervalMs === 0
+          ? async () => undefined
+          : startIntentSweeper({ db, log, now, intervalMs: opts.sweepIntervalMs });
+      // Keys: make sure an active and a pending key exist, then rotate when the active one is old enough.
+      const rotateAfter = opts.keyRotationSeconds ?? 30 * 24 * 3600;
+      let keys: Promise<unknown> = ensureIntentKeys(db).catch((error: unknown) =>
+        log.error('intent keys could not be created', { error }),
+      );
+      const timer = setInterval(() => {
+        keys = rotateIntentKey(db, rotateAfter).catch((error: unknown) =>
+          log.error('intent key rotation failed', { error }),
+        );
+      }, KEY_CHECK_MS).unref();
+      return async () => {
+        clearInterval(timer);
+        await keys;
+        await stopSweeper();
+      };
+    },
+  };
+}
+
+export const coordinationSubgraph: SubgraphModule = createCoordinationSubgraph();
 
 export { MESSAGES_CHANNEL, type MessageNotification } from './store.js';
 export type { MessageModel, RoomModel } from './models.js';
+export { INTENTS_CHANNEL, type IntentNotification } from './intents/store.js';
+export type { IntentEventModel, IntentModel } from './intents/models.js';
+export { INTENT_JWKS_PATH, ensureIntentKeys, publishedIntentJwks, rotateIntentKey } from './intents/keys.js';
+export { INTENT_TYP, REPORT_TYP, intentIssuer } from './intents/jws.js';
+export { TRANSITIONS, checkTransition, type IntentState } from './intents/machine.js';
+export { sweepIntents, type SweepResult } from './intents/sweeper.js';

@@ -47,6 +47,8 @@ export interface DeviceModel {
   revokedAt: string | null;
   /** RFC 7638 thumbprint of the device's public key; null while PENDING. */
   keyThumbprint: string | null;
+  /** The enrolled public JWK as JSON text (public data: other subgraphs verify device signatures with it). */
+  publicJwk?: string | null;
 }
 
 /** The caller, resolved in one query. */
@@ -81,6 +83,8 @@ export interface DeviceRow {
   enrolled_at: Date | string | null;
   revoked_at: Date | string | null;
   key_thumbprint: string | null;
+  /** jsonb: an object from pg, possibly text from other drivers; absent in rows read without it. */
+  public_jwk?: Record<string, unknown> | string | null;
 }
 
 export function iso(value: Date | string): string {
@@ -112,5 +116,11 @@ export function toDevice(row: DeviceRow): DeviceModel {
     enrolledAt: isoOrNull(row.enrolled_at),
     revokedAt: isoOrNull(row.revoked_at),
     keyThumbprint: row.key_thumbprint,
+    publicJwk:
+      row.public_jwk == null
+        ? null
+        : typeof row.public_jwk === 'string'
+          ? row.public_jwk
+          : JSON.stringify(row.public_jwk),
   };
 }

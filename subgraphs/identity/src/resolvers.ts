@@ -412,6 +412,8 @@ export const resolvers: Resolvers = {
 
   Device: {
     __resolveReference: (ref, ctx) => deviceById(ctx, ref.id),
+    // The key speaks for the device only while it is enrolled.
+    publicJwk: (device) => (device.status === 'ENROLLED' ? (device.publicJwk ?? null) : null),
     owner: async (device, _args, ctx) => {
       const owner = await userById(ctx, device.ownerId);
       // The owner is a member of the device's tenant (foreign key), so RLS always shows them.

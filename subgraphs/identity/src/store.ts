@@ -33,7 +33,7 @@ export type TimeKey = readonly [string, string];
 
 const DEVICE_COLUMNS =
   'd.id, d.tenant_id, d.owner_id, d.name, d.platform, d.status, d.remote_actions_enabled, d.created_at, ' +
-  'd.enrolled_at, d.revoked_at, d.key_thumbprint';
+  'd.enrolled_at, d.revoked_at, d.key_thumbprint, d.public_jwk';
 
 const MEMBER_COLUMNS =
   'm.tenant_id, m.role, m.created_at AS member_since, u.id, u.email, u.display_name, u.created_at';

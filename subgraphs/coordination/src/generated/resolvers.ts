@@ -2,6 +2,7 @@
 /* eslint-disable */
 import type { GraphQLResolveInfo, GraphQLScalarType, GraphQLScalarTypeConfig } from 'graphql';
 import type { RoomModel, MessageModel } from '../models.js';
+import type { IntentModel, IntentEventModel } from '../intents/models.js';
 import type { SubgraphContext } from '@agentgraph/runtime';
 export type Maybe<T> = T | null;
 export type InputMaybe<T> = T | null | undefined;
@@ -39,6 +40,13 @@ export type Query = {
   __typename?: 'Query';
   room: Maybe<Room>;
   rooms: RoomConnection;
+  /** An intent of the caller's tenant (a device token sees only its own device's intents). */
+  intent: Maybe<Intent>;
+  /**
+   * A device's intents in sequence order after afterSeq: the device stream's backlog as a query, for clients behind
+   * proxies that end streams (poll it with the last seq handled). A device token may read only its own device.
+   */
+  deviceIntents: IntentConnection;
 };
 
 
@@ -52,11 +60,37 @@ export type QueryRoomsArgs = {
   after?: InputMaybe<Scalars['String']['input']>;
 };
 
+
+export type QueryIntentArgs = {
+  id: Scalars['ID']['input'];
+};
+
+
+export type QueryDeviceIntentsArgs = {
+  deviceId: Scalars['ID']['input'];
+  afterSeq?: InputMaybe<Scalars['Int']['input']>;
+  first?: InputMaybe<Scalars['Int']['input']>;
+};
+
 export type Mutation = {
   __typename?: 'Mutation';
   createRoom: CreateRoomPayload;
   /** Append a message to a room's log. Messages are never edited or deleted; each gets the next sequence number. */
   postMessage: PostMessagePayload;
+  /**
+   * Ask a device to perform an action: stored QUEUED with the device's next sequence number, signed (intent+jwt, see
+   * the JWKS at coordination's /.well-known/intent-jwks.json) and streamed to the device. OPERATOR or above; the
+   * device must be ENROLLED with remote actions enabled.
+   */
+  createIntent: CreateIntentPayload;
+  /** Cancel an intent you requested, while it is QUEUED or DELIVERED. */
+  cancelIntent: CancelIntentPayload;
+  /**
+   * A device reports a state change of one of its intents: a compact JWS (typ intent-report+jwt) signed with the
+   * device's enrolled key; claims iss (device id), aud (the intent's iss), jti (unique per report), iat, intent
+   * (intent id), state, reason (optional). Only the intent's device may report, with its own access token.
+   */
+  reportIntentState: ReportIntentStatePayload;
 };
 
 
@@ -72,6 +106,24 @@ export type MutationPostMessageArgs = {
   idempotencyKey: Scalars['ID']['input'];
 };
 
+
+export type MutationCreateIntentArgs = {
+  input: CreateIntentInput;
+  idempotencyKey: Scalars['ID']['input'];
+};
+
+
+export type MutationCancelIntentArgs = {
+  id: Scalars['ID']['input'];
+  idempotencyKey: Scalars['ID']['input'];
+};
+
+
+export type MutationReportIntentStateArgs = {
+  report: Scalars['String']['input'];
+  idempotencyKey: Scalars['ID']['input'];
+};
+
 export type Subscription = {
   __typename?: 'Subscription';
   /**
@@ -79,12 +131,29 @@ export type Subscription = {
    * then continues live, with no gap and no duplicate.
    */
   roomMessages: Message;
+  /**
+   * The calling device's intents (device token only), in sequence order: first those after afterSeq (the last seq
+   * the device handled; 0 for all), then new ones live, with no gap and no duplicate.
+   */
+  deviceIntents: Intent;
+  /** Every state change of one intent (users of its tenant), from its creation on, then live. */
+  intentUpdates: IntentStateChange;
 };
 
 
 export type SubscriptionRoomMessagesArgs = {
   roomId: Scalars['ID']['input'];
   afterSeq?: InputMaybe<Scalars['Int']['input']>;
+};
+
+
+export type SubscriptionDeviceIntentsArgs = {
+  afterSeq?: InputMaybe<Scalars['Int']['input']>;
+};
+
+
+export type SubscriptionIntentUpdatesArgs = {
+  intentId: Scalars['ID']['input'];
 };
 
 export type Room = {
@@ -119,6 +188,117 @@ export type Message = {
 export type User = {
   __typename?: 'User';
   id: Scalars['ID']['output'];
+};
+
+export type Device = {
+  __typename?: 'Device';
+  id: Scalars['ID']['output'];
+};
+
+/** The honest states of an intent (DESIGN.md §1). The server alone sets EXPIRED and OUTCOME_UNKNOWN. */
+export type IntentState =
+  | 'QUEUED'
+  | 'DELIVERED'
+  | 'LOCALLY_APPROVED'
+  | 'DENIED_BY_POLICY'
+  | 'EXECUTING'
+  | 'COMPLETED'
+  | 'FAILED'
+  | 'CANCELLED'
+  | 'EXPIRED'
+  | 'OUTCOME_UNKNOWN';
+
+/** A signed request for an action on a device. */
+export type Intent = {
+  __typename?: 'Intent';
+  id: Scalars['ID']['output'];
+  device: Device;
+  requester: User;
+  action: Scalars['String']['output'];
+  /** The action's parameters as JSON object text. */
+  params: Scalars['String']['output'];
+  state: IntentState;
+  /** Position in the device's intent sequence, starting at 1, without gaps. */
+  seq: Scalars['Int']['output'];
+  createdAt: Scalars['DateTime']['output'];
+  expiresAt: Scalars['DateTime']['output'];
+  /** When EXECUTING turns into OUTCOME_UNKNOWN if no outcome is reported; null until EXECUTING. */
+  executionDeadline: Maybe<Scalars['DateTime']['output']>;
+  /** The compact JWS (typ intent+jwt) the device verifies before acting. */
+  jws: Scalars['String']['output'];
+  /** The state changes, oldest first (the first is the creation, QUEUED). */
+  history: IntentStateChangeConnection;
+};
+
+
+/** A signed request for an action on a device. */
+export type IntentHistoryArgs = {
+  first?: InputMaybe<Scalars['Int']['input']>;
+  after?: InputMaybe<Scalars['String']['input']>;
+};
+
+/** One recorded change of an intent's state. */
+export type IntentStateChange = {
+  __typename?: 'IntentStateChange';
+  intent: Intent;
+  /** 1 for the creation, then one more per change. */
+  n: Scalars['Int']['output'];
+  state: IntentState;
+  at: Scalars['DateTime']['output'];
+  /** Who made the change: a user id, device:<id> for a device report, or system for the server. */
+  actor: Scalars['String']['output'];
+  reason: Maybe<Scalars['String']['output']>;
+};
+
+export type IntentConnection = {
+  __typename?: 'IntentConnection';
+  edges: Array<IntentEdge>;
+  pageInfo: PageInfo;
+};
+
+export type IntentEdge = {
+  __typename?: 'IntentEdge';
+  cursor: Scalars['String']['output'];
+  node: Intent;
+};
+
+export type IntentStateChangeConnection = {
+  __typename?: 'IntentStateChangeConnection';
+  edges: Array<IntentStateChangeEdge>;
+  pageInfo: PageInfo;
+};
+
+export type IntentStateChangeEdge = {
+  __typename?: 'IntentStateChangeEdge';
+  cursor: Scalars['String']['output'];
+  node: IntentStateChange;
+};
+
+export type CreateIntentInput = {
+  deviceId: Scalars['ID']['input'];
+  /** What the device should do, e.g. open-app (1-100 characters). */
+  action: Scalars['String']['input'];
+  /** The action's parameters as JSON object text (at most 16 KB). */
+  params?: InputMaybe<Scalars['String']['input']>;
+  /** Seconds until the intent expires unless it is executing (10-3600). */
+  expiresInSeconds: Scalars['Int']['input'];
+  /** Seconds the device has, once EXECUTING, to report an outcome before it becomes OUTCOME_UNKNOWN (10-86400, default 300). */
+  executionTimeoutSeconds?: InputMaybe<Scalars['Int']['input']>;
+};
+
+export type CreateIntentPayload = {
+  __typename?: 'CreateIntentPayload';
+  intent: Intent;
+};
+
+export type CancelIntentPayload = {
+  __typename?: 'CancelIntentPayload';
+  intent: Intent;
+};
+
+export type ReportIntentStatePayload = {
+  __typename?: 'ReportIntentStatePayload';
+  intent: Intent;
 };
 
 export type RoomConnection = {
@@ -245,6 +425,7 @@ export type DirectiveResolverFn<TResult = Record<PropertyKey, never>, TParent = 
 export type FederationTypes = {
   Room: Room;
   Message: Message;
+  Intent: Intent;
 };
 
 /** Mapping of federation reference types */
@@ -255,6 +436,9 @@ export type FederationReferenceTypes = {
   Message:
     ( { __typename: 'Message' }
     & GraphQLRecursivePick<FederationTypes['Message'], {"id":true}> );
+  Intent:
+    ( { __typename: 'Intent' }
+    & GraphQLRecursivePick<FederationTypes['Intent'], {"id":true}> );
 };
 
 
@@ -274,6 +458,18 @@ export type ResolversTypes = {
   Room: ResolverTypeWrapper<RoomModel>;
   Message: ResolverTypeWrapper<MessageModel>;
   User: ResolverTypeWrapper<User>;
+  Device: ResolverTypeWrapper<Device>;
+  IntentState: IntentState;
+  Intent: ResolverTypeWrapper<IntentModel>;
+  IntentStateChange: ResolverTypeWrapper<IntentEventModel>;
+  IntentConnection: ResolverTypeWrapper<Omit<IntentConnection, 'edges'> & { edges: Array<ResolversTypes['IntentEdge']> }>;
+  IntentEdge: ResolverTypeWrapper<Omit<IntentEdge, 'node'> & { node: ResolversTypes['Intent'] }>;
+  IntentStateChangeConnection: ResolverTypeWrapper<Omit<IntentStateChangeConnection, 'edges'> & { edges: Array<ResolversTypes['IntentStateChangeEdge']> }>;
+  IntentStateChangeEdge: ResolverTypeWrapper<Omit<IntentStateChangeEdge, 'node'> & { node: ResolversTypes['IntentStateChange'] }>;
+  CreateIntentInput: CreateIntentInput;
+  CreateIntentPayload: ResolverTypeWrapper<Omit<CreateIntentPayload, 'intent'> & { intent: ResolversTypes['Intent'] }>;
+  CancelIntentPayload: ResolverTypeWrapper<Omit<CancelIntentPayload, 'intent'> & { intent: ResolversTypes['Intent'] }>;
+  ReportIntentStatePayload: ResolverTypeWrapper<Omit<ReportIntentStatePayload, 'intent'> & { intent: ResolversTypes['Intent'] }>;
   RoomConnection: ResolverTypeWrapper<Omit<RoomConnection, 'edges'> & { edges: Array<ResolversTypes['RoomEdge']> }>;
   RoomEdge: ResolverTypeWrapper<Omit<RoomEdge, 'node'> & { node: ResolversTypes['Room'] }>;
   MessageConnection: ResolverTypeWrapper<Omit<MessageConnection, 'edges'> & { edges: Array<ResolversTypes['MessageEdge']> }>;
@@ -298,6 +494,17 @@ export type ResolversParentTypes = {
   Room: RoomModel;
   Message: MessageModel;
   User: User;
+  Device: Device;
+  Intent: IntentModel;
+  IntentStateChange: IntentEventModel;
+  IntentConnection: Omit<IntentConnection, 'edges'> & { edges: Array<ResolversParentTypes['IntentEdge']> };
+  IntentEdge: Omit<IntentEdge, 'node'> & { node: ResolversParentTypes['Intent'] };
+  IntentStateChangeConnection: Omit<IntentStateChangeConnection, 'edges'> & { edges: Array<ResolversParentTypes['IntentStateChangeEdge']> };
+  IntentStateChangeEdge: Omit<IntentStateChangeEdge, 'node'> & { node: ResolversParentTypes['IntentStateChange'] };
+  CreateIntentInput: CreateIntentInput;
+  CreateIntentPayload: Omit<CreateIntentPayload, 'intent'> & { intent: ResolversParentTypes['Intent'] };
+  CancelIntentPayload: Omit<CancelIntentPayload, 'intent'> & { intent: ResolversParentTypes['Intent'] };
+  ReportIntentStatePayload: Omit<ReportIntentStatePayload, 'intent'> & { intent: ResolversParentTypes['Intent'] };
   RoomConnection: Omit<RoomConnection, 'edges'> & { edges: Array<ResolversParentTypes['RoomEdge']> };
   RoomEdge: Omit<RoomEdge, 'node'> & { node: ResolversParentTypes['Room'] };
   MessageConnection: Omit<MessageConnection, 'edges'> & { edges: Array<ResolversParentTypes['MessageEdge']> };
@@ -328,15 +535,22 @@ export type PageInfoResolvers<ContextType = SubgraphContext, ParentType extends 
 export type QueryResolvers<ContextType = SubgraphContext, ParentType extends ResolversParentTypes['Query'] = ResolversParentTypes['Query']> = {
   room?: Resolver<Maybe<ResolversTypes['Room']>, ParentType, ContextType, RequireFields<QueryRoomArgs, 'id'>>;
   rooms?: Resolver<ResolversTypes['RoomConnection'], ParentType, ContextType, RequireFields<QueryRoomsArgs, 'first'>>;
+  intent?: Resolver<Maybe<ResolversTypes['Intent']>, ParentType, ContextType, RequireFields<QueryIntentArgs, 'id'>>;
+  deviceIntents?: Resolver<ResolversTypes['IntentConnection'], ParentType, ContextType, RequireFields<QueryDeviceIntentsArgs, 'deviceId' | 'afterSeq' | 'first'>>;
 };
 
 export type MutationResolvers<ContextType = SubgraphContext, ParentType extends ResolversParentTypes['Mutation'] = ResolversParentTypes['Mutation']> = {
   createRoom?: Resolver<ResolversTypes['CreateRoomPayload'], ParentType, ContextType, RequireFields<MutationCreateRoomArgs, 'input' | 'idempotencyKey'>>;
   postMessage?: Resolver<ResolversTypes['PostMessagePayload'], ParentType, ContextType, RequireFields<MutationPostMessageArgs, 'roomId' | 'input' | 'idempotencyKey'>>;
+  createIntent?: Resolver<ResolversTypes['CreateIntentPayload'], ParentType, ContextType, RequireFields<MutationCreateIntentArgs, 'input' | 'idempotencyKey'>>;
+  cancelIntent?: Resolver<ResolversTypes['CancelIntentPayload'], ParentType, ContextType, RequireFields<MutationCancelIntentArgs, 'id' | 'idempotencyKey'>>;
+  reportIntentState?: Resolver<ResolversTypes['ReportIntentStatePayload'], ParentType, ContextType, RequireFields<MutationReportIntentStateArgs, 'report' | 'idempotencyKey'>>;
 };
 
 export type SubscriptionResolvers<ContextType = SubgraphContext, ParentType extends ResolversParentTypes['Subscription'] = ResolversParentTypes['Subscription']> = {
   roomMessages?: SubscriptionResolver<ResolversTypes['Message'], "roomMessages", ParentType, ContextType, RequireFields<SubscriptionRoomMessagesArgs, 'roomId'>>;
+  deviceIntents?: SubscriptionResolver<ResolversTypes['Intent'], "deviceIntents", ParentType, ContextType, Partial<SubscriptionDeviceIntentsArgs>>;
+  intentUpdates?: SubscriptionResolver<ResolversTypes['IntentStateChange'], "intentUpdates", ParentType, ContextType, RequireFields<SubscriptionIntentUpdatesArgs, 'intentId'>>;
 };
 
 export type RoomResolvers<ContextType = SubgraphContext, ParentType extends ResolversParentTypes['Room'] = ResolversParentTypes['Room'], FederationReferenceType extends FederationReferenceTypes['Room'] = FederationReferenceTypes['Room']> = {
@@ -360,6 +574,67 @@ export type MessageResolvers<ContextType = SubgraphContext, ParentType extends R
 
 export type UserResolvers<ContextType = SubgraphContext, ParentType extends ResolversParentTypes['User'] = ResolversParentTypes['User']> = {
   id?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
+};
+
+export type DeviceResolvers<ContextType = SubgraphContext, ParentType extends ResolversParentTypes['Device'] = ResolversParentTypes['Device']> = {
+  id?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
+};
+
+export type IntentResolvers<ContextType = SubgraphContext, ParentType extends ResolversParentTypes['Intent'] = ResolversParentTypes['Intent'], FederationReferenceType extends FederationReferenceTypes['Intent'] = FederationReferenceTypes['Intent']> = {
+  __resolveReference?: ReferenceResolver<Maybe<ResolversTypes['Intent']> | FederationReferenceType, FederationReferenceType, ContextType>;
+  id?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
+  device?: Resolver<ResolversTypes['Device'], ParentType, ContextType>;
+  requester?: Resolver<ResolversTypes['User'], ParentType, ContextType>;
+  action?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  params?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  state?: Resolver<ResolversTypes['IntentState'], ParentType, ContextType>;
+  seq?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
+  createdAt?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;
+  expiresAt?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;
+  executionDeadline?: Resolver<Maybe<ResolversTypes['DateTime']>, ParentType, ContextType>;
+  jws?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  history?: Resolver<ResolversTypes['IntentStateChangeConnection'], ParentType, ContextType, RequireFields<IntentHistoryArgs, 'first'>>;
+};
+
+export type IntentStateChangeResolvers<ContextType = SubgraphContext, ParentType extends ResolversParentTypes['IntentStateChange'] = ResolversParentTypes['IntentStateChange']> = {
+  intent?: Resolver<ResolversTypes['Intent'], ParentType, ContextType>;
+  n?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
+  state?: Resolver<ResolversTypes['IntentState'], ParentType, ContextType>;
+  at?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;
+  actor?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  reason?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
+};
+
+export type IntentConnectionResolvers<ContextType = SubgraphContext, ParentType extends ResolversParentTypes['IntentConnection'] = ResolversParentTypes['IntentConnection']> = {
+  edges?: Resolver<Array<ResolversTypes['IntentEdge']>, ParentType, ContextType>;
+  pageInfo?: Resolver<ResolversTypes['PageInfo'], ParentType, ContextType>;
+};
+
+export type IntentEdgeResolvers<ContextType = SubgraphContext, ParentType extends ResolversParentTypes['IntentEdge'] = ResolversParentTypes['IntentEdge']> = {
+  cursor?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  node?: Resolver<ResolversTypes['Intent'], ParentType, ContextType>;
+};
+
+export type IntentStateChangeConnectionResolvers<ContextType = SubgraphContext, ParentType extends ResolversParentTypes['IntentStateChangeConnection'] = ResolversParentTypes['IntentStateChangeConnection']> = {
+  edges?: Resolver<Array<ResolversTypes['IntentStateChangeEdge']>, ParentType, ContextType>;
+  pageInfo?: Resolver<ResolversTypes['PageInfo'], ParentType, ContextType>;
+};
+
+export type IntentStateChangeEdgeResolvers<ContextType = SubgraphContext, ParentType extends ResolversParentTypes['IntentStateChangeEdge'] = ResolversParentTypes['IntentStateChangeEdge']> = {
+  cursor?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  node?: Resolver<ResolversTypes['IntentStateChange'], ParentType, ContextType>;
+};
+
+export type CreateIntentPayloadResolvers<ContextType = SubgraphContext, ParentType extends ResolversParentTypes['CreateIntentPayload'] = ResolversParentTypes['CreateIntentPayload']> = {
+  intent?: Resolver<ResolversTypes['Intent'], ParentType, ContextType>;
+};
+
+export type CancelIntentPayloadResolvers<ContextType = SubgraphContext, ParentType extends ResolversParentTypes['CancelIntentPayload'] = ResolversParentTypes['CancelIntentPayload']> = {
+  intent?: Resolver<ResolversTypes['Intent'], ParentType, ContextType>;
+};
+
+export type ReportIntentStatePayloadResolvers<ContextType = SubgraphContext, ParentType extends ResolversParentTypes['ReportIntentStatePayload'] = ResolversParentTypes['ReportIntentStatePayload']> = {
+  intent?: Resolver<ResolversTypes['Intent'], ParentType, ContextType>;
 };
 
 export type RoomConnectionResolvers<ContextType = SubgraphContext, ParentType extends ResolversParentTypes['RoomConnection'] = ResolversParentTypes['RoomConnection']> = {
@@ -399,6 +674,16 @@ export type Resolvers<ContextType = SubgraphContext> = {
   Room?: RoomResolvers<ContextType>;
   Message?: MessageResolvers<ContextType>;
   User?: UserResolvers<ContextType>;
+  Device?: DeviceResolvers<ContextType>;
+  Intent?: IntentResolvers<ContextType>;
+  IntentStateChange?: IntentStateChangeResolvers<ContextType>;
+  IntentConnection?: IntentConnectionResolvers<ContextType>;
+  IntentEdge?: IntentEdgeResolvers<ContextType>;
+  IntentStateChangeConnection?: IntentStateChangeConnectionResolvers<ContextType>;
+  IntentStateChangeEdge?: IntentStateChangeEdgeResolvers<ContextType>;
+  CreateIntentPayload?: CreateIntentPayloadResolvers<ContextType>;
+  CancelIntentPayload?: CancelIntentPayloadResolvers<ContextType>;
+  ReportIntentStatePayload?: ReportIntentStatePayloadResolvers<ContextType>;
   RoomConnection?: RoomConnectionResolvers<ContextType>;
   RoomEdge?: RoomEdgeResolvers<ContextType>;
   MessageConnection?: MessageConnectionResolvers<ContextType>;

@@ -281,6 +281,8 @@ export type Device = {
   revokedAt: Maybe<Scalars['DateTime']['output']>;
   /** RFC 7638 SHA-256 thumbprint of the public key the device signs its reports with; null while PENDING. */
   keyThumbprint: Maybe<Scalars['String']['output']>;
+  /** The public key (a JWK, as JSON text) the device signs its reports with; null unless ENROLLED. */
+  publicJwk: Maybe<Scalars['String']['output']>;
 };
 
 export type DeviceConnection = {
@@ -670,6 +672,7 @@ export type DeviceResolvers<ContextType = SubgraphContext, ParentType extends Re
   enrolledAt?: Resolver<Maybe<ResolversTypes['DateTime']>, ParentType, ContextType>;
   revokedAt?: Resolver<Maybe<ResolversTypes['DateTime']>, ParentType, ContextType>;
   keyThumbprint?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
+  publicJwk?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
 };
 
 export type DeviceConnectionResolvers<ContextType = SubgraphContext, ParentType extends ResolversParentTypes['DeviceConnection'] = ResolversParentTypes['DeviceConnection']> = {

@@ -1,0 +1,211 @@
+/**
+ * The SQL of intents. Every function takes a tenant-scoped transaction (RLS limits it to the caller's tenant).
+ * `transition` is the only writer of an intent's state: it asks the state machine (machine.ts), then records the
+ * event, the outbox row and the NOTIFY in the same transaction as the change.
+ */
+import { AppError, notFound, type Queryable } from '@agentgraph/runtime';
+import { checkTransition, type IntentState, type TransitionSource } from './machine.js';
+import {
+  EVENT_COLUMNS,
+  INTENT_COLUMNS,
+  toIntent,
+  toIntentEvent,
+  type IntentEventModel,
+  type IntentEventRow,
+  type IntentModel,
+  type IntentRow,
+} from './models.js';
+
+/** NOTIFY channel of intent changes. Payload: {tenantId, deviceId, intentId, n} only; listeners read rows. */
+export const INTENTS_CHANNEL = 'coordination_intents';
+
+export interface IntentNotification {
+  tenantId: string;
+  deviceId: string;
+  intentId: string;
+  /** The event number (1 = created). */
+  n: number;
+}
+
+async function recordEvent(
+  tx: Queryable,
+  intent: IntentModel,
+  n: number,
+  state: IntentState,
+  at: Date,
+  actor: string,
+  reason: string | null,
+): Promise<void> {
+  await tx.query(
+    `INSERT INTO coordination.intent_events (tenant_id, intent_id, n, state, at, actor, reason)
+     VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+    [intent.tenantId, intent.id, n, state, at.toISOString(), actor, reason],
+  );
+  await tx.query(
+    `INSERT INTO coordination.intent_outbox (tenant_id, intent_id, device_id, n, state) VALUES ($1, $2, $3, $4, $5)`,
+    [intent.tenantId, intent.id, intent.deviceId, n, state],
+  );
+  const note: IntentNotification = {
+    tenantId: intent.tenantId,
+    deviceId: intent.deviceId,
+    intentId: intent.id,
+    n,
+  };
+  await tx.query('SELECT pg_notify($1, $2)', [INTENTS_CHANNEL, JSON.stringify(note)]);
+}
+
+export interface NewIntent {
+  tenantId: string;
+  id: string;
+  deviceId: string;
+  requester: string;
+  action: string;
+  params: Record<string, unknown>;
+  createdAt: Date;
+  expiresAt: Date;
+  executionTimeoutSeconds: number;
+  /** Signs the intent once its sequence number is known. */
+  sign(seq: number): Promise<string>;
+}
+
+/**
+ * Numbers the intent with the device's next seq (the counter row's lock queues creators for one device, so
+ * intents commit in seq order), signs it, stores it QUEUED and records the creation event.
+ */
+export async function insertIntent(tx: Queryable, i: NewIntent): Promise<IntentModel> {
+  const seq = await tx.query<{ last_seq: number }>(
+    `INSERT INTO coordination.device_intent_seqs AS s (tenant_id, device_id, last_seq) VALUES ($1, $2, 1)
+     ON CONFLICT (tenant_id, device_id) DO UPDATE SET last_seq = s.last_seq + 1 RETURNING s.last_seq`,
+    [i.tenantId, i.deviceId],
+  );
+  const next = Number(seq.rows[0]!.last_seq);
+  const jws = await i.sign(next);
+  const r = await tx.query<IntentRow>(
+    `INSERT INTO coordination.intents
+       (tenant_id, id, device_id, seq, requester, action, params, created_at, expires_at, execution_timeout_seconds, jws)
+     VALUES ($1, $2, $3, $4, $5, $6, $7::text::jsonb, $8, $9, $10, $11) RETURNING ${INTENT_COLUMNS}`,
+    [
+      i.tenantId,
+      i.id,
+      i.deviceId,
+      next,
+      i.requester,
+      i.action,
+      JSON.stringify(i.params),
+      i.createdAt.toISOString(),
+      i.expiresAt.toISOString(),
+      i.executionTimeoutSeconds,
+      jws,
+    ],
+  );
+  const intent = toIntent(r.rows[0]!);
+  await recordEvent(tx, intent, 1, 'QUEUED', i.createdAt, i.requester, null);
+  return intent;
+}
+
+export interface TransitionRequest {
+  intentId: string;
+  to: IntentState;
+  source: TransitionSource;
+  /** A principal id, `device:<id>` or `system`. */
+  actor: string;
+  reason?: string | null;
+  at: Date;
+  /** Refuse unless the intent is still in this state (the sweeper's check-then-act). */
+  expectedState?: IntentState;
+}
+
+/**
+ * The one writer of intent states: locks the row, checks the move with the state machine (VERSION_CONFLICT with
+ * `extensions.state` when illegal), updates it and records event + outbox + NOTIFY in this transaction.
+ */
+export async function transition(tx: Queryable, req: TransitionRequest): Promise<IntentModel> {
+  const r = await tx.query<IntentRow>(
+    `SELECT ${INTENT_COLUMNS} FROM coordination.intents WHERE id = $1 FOR UPDATE`,
+    [req.intentId],
+  );
+  if (!r.rows[0]) throw notFound(`Intent ${req.intentId}`);
+  const current = toIntent(r.rows[0]);
+  const refusal =
+    req.expectedState !== undefined && current.state !== req.expectedState
+      ? `the intent is ${current.state}, no longer ${req.expectedState}`
+      : checkTransition(current.state, req.to, req.source);
+  if (refusal) {
+    throw new AppError('VERSION_CONFLICT', `Cannot move intent ${current.id} to ${req.to}: ${refusal}.`, {
+      reason: 'ILLEGAL_TRANSITION',
+      state: current.state,
+    });
+  }
+  const deadline =
+    req.to === 'EXECUTING' ? new Date(req.at.getTime() + current.executionTimeoutSeconds * 1000) : null;
+  const u = await tx.query<IntentRow>(
+    `UPDATE coordination.intents
+        SET state = $2, version = version + 1, execution_deadline = COALESCE($3::timestamptz, execution_deadline)
+      WHERE id = $1 RETURNING ${INTENT_COLUMNS}`,
+    [current.id, req.to, deadline?.toISOString() ?? null],
+  );
+  const next = toIntent(u.rows[0]!);
+  await recordEvent(tx, next, next.version, req.to, req.at, req.actor, req.reason ?? null);
+  return next;
+}
+
+export async function intentsById(tx: Queryable, ids: readonly string[]): Promise<Map<string, IntentModel>> {
+  if (ids.length === 0) return new Map();
+  const r = await tx.query<IntentRow>(
+    `SELECT ${INTENT_COLUMNS} FROM coordination.intents WHERE id = ANY($1::uuid[])`,
+    [ids],
+  );
+  return new Map(r.rows.map((row) => [row.id, toIntent(row)]));
+}
+
+/** A device's intents with seq > afterSeq, in seq order, at most `limit`. */
+export async function intentsAfter(
+  tx: Queryable,
+  deviceId: string,
+  afterSeq: number,
+  limit: number,
+): Promise<IntentModel[]> {
+  const r = await tx.query<IntentRow>(
+    `SELECT ${INTENT_COLUMNS} FROM coordination.intents WHERE device_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`,
+    [deviceId, afterSeq, limit],
+  );
+  return r.rows.map(toIntent);
+}
+
+/** The device's newest intent seq (0 when it has none yet). */
+export async function lastIntentSeq(tx: Queryable, deviceId: string): Promise<number> {
+  const r = await tx.query<{ last_seq: number }>(
+    'SELECT last_seq FROM coordination.device_intent_seqs WHERE device_id = $1',
+    [deviceId],
+  );
+  return r.rows[0] ? Number(r.rows[0].last_seq) : 0;
+}
+
+/** An intent's state changes with n > afterN, oldest first, at most `limit`. */
+export async function eventsAfter(
+  tx: Queryable,
+  intentId: string,
+  afterN: number,
+  limit: number,
+): Promise<IntentEventModel[]> {
+  const r = await tx.query<IntentEventRow>(
+    `SELECT ${EVENT_COLUMNS} FROM coordination.intent_events WHERE intent_id = $1 AND n > $2 ORDER BY n LIMIT $3`,
+    [intentId, afterN, limit],
+  );
+  return r.rows.map(toIntentEvent);
+}
+
+/** Remembers a device report's jti; false when this device already sent it (a replay). */
+export async function rememberReport(
+  tx: Queryable,
+  tenantId: string,
+  deviceId: string,
+  jti: string,
+): Promise<boolean> {
+  const r = await tx.query(
+    `INSERT INTO coordination.intent_report_jtis (tenant_id, device_id, jti) VALUES ($1, $2, $3)
+     ON CONFLICT DO NOTHING RETURNING jti`,
+    [tenantId, deviceId, jti],
+  );
+  return r.rows.length === 1;
+}

@@ -1,0 +1,83 @@
+/**
+ * The intent sweeper: QUEUED / DELIVERED / LOCALLY_APPROVED intents past their expiry become EXPIRED, EXECUTING
+ * intents past their execution deadline become OUTCOME_UNKNOWN. `sweepIntents(db, now)` does one pass at a given
+ * time (tests call it with a fake clock); `startIntentSweeper` runs it in the background of the coordination
+ * module. Each change runs in its tenant's transaction through store.transition (event, outbox, NOTIFY); an
+ * intent that changed in between (a report raced the sweep) is skipped, not overwritten.
+ */
+import { AppError, type Database, type Logger } from '@agentgraph/runtime';
+import type { IntentState } from './machine.js';
+import { transition } from './store.js';
+
+export interface SweepResult {
+  expired: number;
+  outcomeUnknown: number;
+  /** Changed by someone else between the scan and the write. */
+  skipped: number;
+}
+
+/** Intents handled per pass at most (per kind); the next pass takes the rest. */
+export const SWEEP_BATCH = 500;
+
+export async function sweepIntents(db: Database, now: Date, batch = SWEEP_BATCH): Promise<SweepResult> {
+  const due = await db.query<{ tenant_id: string; id: string; state: IntentState }>(
+    'SELECT tenant_id, id, state FROM coordination.due_intents($1, $2)',
+    [now.toISOString(), batch],
+  );
+  const result: SweepResult = { expired: 0, outcomeUnknown: 0, skipped: 0 };
+  for (const row of due.rows) {
+    const to: IntentState = row.state === 'EXECUTING' ? 'OUTCOME_UNKNOWN' : 'EXPIRED';
+    try {
+      await db.transaction(
+        (tx) =>
+          transition(tx, {
+            intentId: row.id,
+            to,
+            source: 'server',
+            actor: 'system',
+            reason:
+              to === 'EXPIRED' ? 'expired before it was executed' : 'no outcome reported before the deadline',
+            at: now,
+            expectedState: row.state,
+          }),
+        { 'app.tenant_id': row.tenant_id, 'app.principal_id': 'system' },
+      );
+      if (to === 'EXPIRED') result.expired++;
+      else result.outcomeUnknown++;
+    } catch (err) {
+      if (err instanceof AppError && err.code === 'VERSION_CONFLICT') result.skipped++;
+      else throw err;
+    }
+  }
+  return result;
+}
+
+export function startIntentSweeper(opts: {
+  db: Database;
+  log: Logger;
+  now: () => Date;
+  intervalMs?: number;
+}): () => Promise<void> {
+  const interval = opts.intervalMs ?? 1000;
+  let stopped = false;
+  let running: Promise<void> | null = null;
+  let timer: NodeJS.Timeout | null = null;
+  const tick = () => {
+    if (stopped) return;
+    running = sweepIntents(opts.db, opts.now())
+      .then((r) => {
+        if (r.expired || r.outcomeUnknown) opts.log.info('intent sweep', { ...r });
+      })
+      .catch((err: unknown) => opts.log.error('intent sweep failed', { error: err }))
+      .finally(() => {
+        running = null;
+        if (!stopped) timer = setTimeout(tick, interval).unref();
+      });
+  };
+  timer = setTimeout(tick, interval).unref();
+  return async () => {
+    stopped = true;
+    if (timer) clearTimeout(timer);
+    await running;
+  };
+}
