@@ -45,6 +45,16 @@ describe('the IR of the real API', () => {
     expect(op(real, 'PutMemory').origin).toEqual({ kind: 'default', field: 'Mutation.putMemory' });
   });
 
+  it('subscription defaults reference other entities by id only (one subgraph serves a stream)', () => {
+    const sub = op(real, 'DeviceIntentsSubscription');
+    expect(sub.kind).toBe('subscription');
+    expect(sub.document).toContain('device { id }');
+    expect(sub.document).toContain('requester { id }');
+    expect(sub.document).toContain(' jws ');
+    // Queries keep the deeper default selection.
+    expect(op(real, 'DeviceIntents').document).toContain('device { id name platform');
+  });
+
   it('privacy tables come from @privacy on arguments and input fields', () => {
     expect(op(real, 'PutMemory').privacy).toEqual({
       'input.content': { class: 'PERSONAL', required: true },

@@ -553,7 +553,7 @@ export const subscriptions = {
     name: 'DeviceIntentsSubscription',
     kind: 'subscription',
     document:
-      'subscription DeviceIntentsSubscription($afterSeq: Int) { deviceIntents(afterSeq: $afterSeq) { id device { id name platform status remoteActionsEnabled owner { id email displayName createdAt } createdAt enrolledAt revokedAt keyThumbprint publicJwk } requester { id email displayName createdAt } action params state seq createdAt expiresAt executionDeadline jws } }',
+      'subscription DeviceIntentsSubscription($afterSeq: Int) { deviceIntents(afterSeq: $afterSeq) { id device { id } requester { id } action params state seq createdAt expiresAt executionDeadline jws } }',
     privacy: {},
   },
   /**
@@ -565,7 +565,7 @@ export const subscriptions = {
     name: 'IntentUpdates',
     kind: 'subscription',
     document:
-      'subscription IntentUpdates($intentId: ID!) { intentUpdates(intentId: $intentId) { intent { id device { id name platform status remoteActionsEnabled createdAt enrolledAt revokedAt keyThumbprint publicJwk } requester { id email displayName createdAt } action params state seq createdAt expiresAt executionDeadline jws } n state at actor reason } }',
+      'subscription IntentUpdates($intentId: ID!) { intentUpdates(intentId: $intentId) { intent { id } n state at actor reason } }',
     privacy: {},
   },
   /**

@@ -627,32 +627,9 @@ export type DeviceIntentsSubscriptionData = {
     id: string;
     device: {
       id: string;
-      name: string;
-      platform: string;
-      status: DeviceStatus;
-      /** Set by the device's local user; no remote action reaches a device without it. */
-      remoteActionsEnabled: boolean;
-      owner: {
-        id: string;
-        email: string;
-        displayName: string;
-        createdAt: DateTime;
-      };
-      createdAt: DateTime;
-      /** When the device was enrolled (its enrolment request approved); null while PENDING. */
-      enrolledAt: DateTime | null;
-      /** When the device was revoked; null unless REVOKED. */
-      revokedAt: DateTime | null;
-      /** RFC 7638 SHA-256 thumbprint of the public key the device signs its reports with; null while PENDING. */
-      keyThumbprint: string | null;
-      /** The public key (a JWK, as JSON text) the device signs its reports with; null unless ENROLLED. */
-      publicJwk: string | null;
     };
     requester: {
       id: string;
-      email: string;
-      displayName: string;
-      createdAt: DateTime;
     };
     action: string;
     /** The action's parameters as JSON object text. */
@@ -778,41 +755,6 @@ export type IntentUpdatesData = {
   intentUpdates: {
     intent: {
       id: string;
-      device: {
-        id: string;
-        name: string;
-        platform: string;
-        status: DeviceStatus;
-        /** Set by the device's local user; no remote action reaches a device without it. */
-        remoteActionsEnabled: boolean;
-        createdAt: DateTime;
-        /** When the device was enrolled (its enrolment request approved); null while PENDING. */
-        enrolledAt: DateTime | null;
-        /** When the device was revoked; null unless REVOKED. */
-        revokedAt: DateTime | null;
-        /** RFC 7638 SHA-256 thumbprint of the public key the device signs its reports with; null while PENDING. */
-        keyThumbprint: string | null;
-        /** The public key (a JWK, as JSON text) the device signs its reports with; null unless ENROLLED. */
-        publicJwk: string | null;
-      };
-      requester: {
-        id: string;
-        email: string;
-        displayName: string;
-        createdAt: DateTime;
-      };
-      action: string;
-      /** The action's parameters as JSON object text. */
-      params: string;
-      state: IntentState;
-      /** Position in the device's intent sequence, starting at 1, without gaps. */
-      seq: number;
-      createdAt: DateTime;
-      expiresAt: DateTime;
-      /** When EXECUTING turns into OUTCOME_UNKNOWN if no outcome is reported; null until EXECUTING. */
-      executionDeadline: DateTime | null;
-      /** The compact JWS (typ intent+jwt) the device verifies before acting. */
-      jws: string;
     };
     /** 1 for the creation, then one more per change. */
     n: number;

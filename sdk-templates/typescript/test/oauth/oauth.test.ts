@@ -14,7 +14,14 @@ import {
   withUserCodeGuard,
 } from '../../../../subgraphs/identity/src/oauth/device-approval.js';
 import { startTestPlatform, type TestPlatform } from '../../../../test/src/platform.js';
-import { AgentGraph } from '../../../../sdks/typescript/src/index.js';
+// What an app uses: the generated SDK, which carries its own copy of this runtime.
+import {
+  AgentGraph,
+  createIntentVerifier,
+  createSubscriptions,
+  MemoryReplayCache,
+  subscriptions,
+} from '../../../../sdks/typescript/src/index.js';
 import {
   discover,
   exchangeToken,
@@ -158,7 +165,7 @@ describe('end to end against the platform', () => {
     await p?.close();
   });
 
-  it('enrols a device by the device flow, then uses the SDK with refreshing tokens and a sidecar token', async () => {
+  it('enrols a device by the device flow, then pages, posts idempotently, mints a sidecar token, and receives and verifies an intent', async () => {
     const owner = await p.tokenFor({ tenant: 'sdk-oauth' });
     const issuer = p.platform.config.tokenIssuer;
     const endpoints = await discover(issuer);
@@ -235,5 +242,67 @@ describe('end to end against the platform', () => {
     await expect(readOnly.createRoom({ input: { name: 'nope' } })).rejects.toMatchObject({
       code: 'FORBIDDEN',
     });
+
+    // Intents: the device's local user allows remote actions (the device's own token), a member asks for an action,
+    // and the device receives it on its stream through the SDK and verifies the signature against the JWKS.
+    await sdk.setRemoteActionsEnabled({ enabled: true });
+    const created = await p.gql(
+      `mutation C($input: CreateIntentInput!, $k: ID!) { createIntent(input: $input, idempotencyKey: $k) { intent { id seq } } }`,
+      {
+        input: {
+          deviceId,
+          action: 'open-app',
+          params: JSON.stringify({ app: 'notes' }),
+          expiresInSeconds: 300,
+        },
+        k: randomUUID(),
+      },
+      owner.token,
+    );
+    expect(created.errors).toBeUndefined();
+    const coordination = new URL(p.subgraphs.coordination).origin;
+    const verifier = createIntentVerifier({
+      issuer: coordination,
+      deviceId,
+      jwksUrl: `${coordination}/.well-known/intent-jwks.json`,
+      replayCache: new MemoryReplayCache(),
+    });
+    const streams = createSubscriptions(sdk.client, {
+      streamUrl: `${p.gatewayUrl}/graphql/stream`,
+      tokenProvider: provider,
+    });
+    const abort = new AbortController();
+    type IntentEvent = { id: string; seq: number; jws: string; action: string };
+    const items = streams.subscribe<
+      IntentEvent,
+      Awaited<ReturnType<typeof verifier.verify>>,
+      { deviceIntents: IntentEvent }
+    >(
+      subscriptions.DeviceIntentsSubscription,
+      { afterSeq: 0 },
+      {
+        resume: { cursorVariable: 'afterSeq', seqOf: (e) => e.seq, after: 0 },
+        select: (d) => d.deviceIntents,
+        verify: (e) => verifier.verify(e.jws),
+        signal: abort.signal,
+      },
+    );
+    let received = 0;
+    for await (const item of items) {
+      received++;
+      expect(item.type).toBe('event');
+      if (item.type !== 'event') break;
+      expect(item.seq).toBe(1);
+      expect(item.event.id).toBe(created.data.createIntent.intent.id);
+      expect(item.verified).toMatchObject({
+        deviceId,
+        action: 'open-app',
+        params: { app: 'notes' },
+        sequence: 1,
+      });
+      abort.abort();
+      break;
+    }
+    expect(received).toBe(1);
   }, 60_000);
 });
