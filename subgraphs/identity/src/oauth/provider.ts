@@ -11,11 +11,10 @@
  */
 import type { Config, Logger, Queryable } from '@agentgraph/runtime';
 import { revokeTokens } from '@agentgraph/runtime';
-import { createLocalJWKSet, jwtVerify } from 'jose';
 import Provider, { errors, type Configuration, type KoaContextWithOIDC } from 'oidc-provider';
 // oidc-provider has no exports map; this is its internal per-instance state reader (see the note above).
 import instance from 'oidc-provider/lib/helpers/weak_cache.js';
-import { publishedJwks, SIGNING_ALG, type IssuerKey } from '../keys.js';
+import { SIGNING_ALG, type IssuerKey } from '../keys.js';
 import { createAdapterClass } from './adapter.js';
 import { clientsFor } from './clients.js';
 import {
@@ -31,6 +30,7 @@ import {
 import { deviceExtraParams } from './device-params.js';
 import { checkDevicePoll, recordDeviceAuthorization } from './device-polling.js';
 import { renderOAuthError } from './error-page.js';
+import { verifyOwnAccessToken } from './own-token.js';
 import { extraAccessTokenClaims } from './token-claims.js';
 import { TOKEN_EXCHANGE_PARAMETERS, tokenExchangeHandler } from './token-exchange.js';
 
@@ -208,13 +208,7 @@ async function revokeJwtAccessToken(
   if (body?.error !== 'unsupported_token_type' || !token || !client) return;
   let payload: { jti?: string; exp?: number; client_id?: string };
   try {
-    ({ payload } = await jwtVerify(token, createLocalJWKSet(await publishedJwks(db)), {
-      issuer: config.tokenIssuer,
-      audience: config.tokenAudience,
-      algorithms: [SIGNING_ALG],
-      typ: 'at+jwt',
-      currentDate: at,
-    }));
+    payload = await verifyOwnAccessToken(db, config, token, at);
   } catch {
     // RFC 7009 §2.2: an invalid (or expired) token needs no revocation; answer 200.
     ctx.status = 200;

@@ -7,9 +7,9 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Config, Queryable } from '@agentgraph/runtime';
-import { createLocalJWKSet, jwtVerify, SignJWT, type JWTPayload } from 'jose';
+import { SignJWT, type JWTPayload } from 'jose';
 import { errors, type KoaContextWithOIDC } from 'oidc-provider';
-import { activeSigningKey, publishedJwks, SIGNING_ALG } from '../keys.js';
+import { activeSigningKey, SIGNING_ALG } from '../keys.js';
 import { ROLES, type Role } from '../models.js';
 import {
   API_RESOURCE,
@@ -18,6 +18,7 @@ import {
   TOKEN_TYPE_ACCESS_TOKEN,
   TOKEN_TYPE_JWT,
 } from './constants.js';
+import { verifyOwnAccessToken } from './own-token.js';
 import { isRevoked } from './revocation-check.js';
 import { usableGrantContext } from './token-claims.js';
 
@@ -83,15 +84,13 @@ export function tokenExchangeHandler(
     const at = now();
     let subject: SubjectClaims;
     try {
-      const keys = createLocalJWKSet(await publishedJwks(db));
-      ({ payload: subject } = (await jwtVerify(params['subject_token'], keys, {
-        issuer: config.tokenIssuer,
-        audience: config.tokenAudience,
-        algorithms: [SIGNING_ALG],
-        typ: 'at+jwt',
-        currentDate: at,
-        requiredClaims: ['sub', 'exp', 'jti', 'tid', 'role'],
-      })) as { payload: SubjectClaims });
+      subject = await verifyOwnAccessToken<SubjectClaims>(db, config, params['subject_token'], at, [
+        'sub',
+        'exp',
+        'jti',
+        'tid',
+        'role',
+      ]);
     } catch {
       throw new errors.InvalidGrant('subject_token is invalid, expired or not issued by this server');
     }
