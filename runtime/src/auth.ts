@@ -9,6 +9,7 @@ import { Lru } from './lru.js';
 import { z } from 'zod';
 import { AppError } from './errors.js';
 import type { RevocationList } from './revocation.js';
+import { ROLES } from './roles.js';
 import type { AuthContext } from './tenancy.js';
 
 export const ACCESS_TOKEN_ALG = 'ES256';
@@ -32,7 +33,7 @@ const Id = z.string().min(1).max(200);
 const Claims = z.object({
   sub: z.string().min(1),
   tid: z.string().uuid(),
-  role: z.enum(['OWNER', 'ADMIN', 'OPERATOR', 'VIEWER']),
+  role: z.enum(ROLES),
   scope: z.string().default(''),
   jti: Id.optional(),
   gid: Id.optional(),

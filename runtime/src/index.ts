@@ -21,4 +21,5 @@ export * from './tenancy.js';
 export * from './tenant-read.js';
 export * from './stop-on-signals.js';
 export * from './revocation.js';
+export * from './roles.js';
 export * from './stream-guard.js';

@@ -4,12 +4,13 @@
  */
 import type { Database, Queryable } from './db/types.js';
 import { AppError } from './errors.js';
+import type { Role } from './roles.js';
 
 export interface AuthContext {
   tenantId: string;
   /** The user (or device) the token was issued to. */
   principalId: string;
-  role: 'OWNER' | 'ADMIN' | 'OPERATOR' | 'VIEWER';
+  role: Role;
   scopes: readonly string[];
   /** `jti` of the access token (revocation by token). */
   tokenId?: string;

@@ -9,7 +9,8 @@ import { createLogger, loadConfig, type Logger } from '@agentgraph/runtime';
 import { startPlatform, type Platform, type PlatformOptions } from '../../gateway/src/platform.js';
 import { provisionTestDatabase } from './database.js';
 
-export type Role = 'OWNER' | 'ADMIN' | 'OPERATOR' | 'VIEWER';
+export type { Role } from '@agentgraph/runtime';
+import type { Role } from '@agentgraph/runtime';
 
 export interface GraphQLResult<T = any> {
   status: number;

@@ -17,7 +17,8 @@ import {
 import { createLocalJWKSet, exportJWK, generateKeyPair, SignJWT, type CryptoKey } from 'jose';
 import { provisionTestDatabase, type TestDatabase } from './database.js';
 
-export type Role = 'OWNER' | 'ADMIN' | 'OPERATOR' | 'VIEWER';
+export type { Role } from '@agentgraph/runtime';
+import type { Role } from '@agentgraph/runtime';
 
 export interface Principal {
   tenantId: string;

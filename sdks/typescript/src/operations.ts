@@ -2,7 +2,7 @@
 import type { OperationSpec, SubscriptionSpec } from './runtime/index.js';
 
 /** The schema version (capabilities.schemaVersion) these operations were generated from. */
-export const SCHEMA_VERSION = 'ff1cb770c05e';
+export const SCHEMA_VERSION = 'a5b4090a55ff';
 
 /**
  * Every query and mutation, by name, as AgentGraphClient.execute takes them (and sendWithClient, for

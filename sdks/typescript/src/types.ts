@@ -46,9 +46,14 @@ export const ReleaseStateValues = [
   'REVOKED',
 ] as const;
 
-export type Role = 'OWNER' | 'ADMIN' | 'OPERATOR' | 'VIEWER';
+/**
+ * A member's role in a tenant. Roles form a lattice, not a ladder: OWNER covers ADMIN; ADMIN covers
+ * OPERATOR and PUBLISHER; both of those cover VIEWER; OPERATOR and PUBLISHER do not cover each other.
+ * Clients must accept values added later (treat an unknown role as VIEWER).
+ */
+export type Role = 'OWNER' | 'ADMIN' | 'OPERATOR' | 'PUBLISHER' | 'VIEWER';
 
-export const RoleValues = ['OWNER', 'ADMIN', 'OPERATOR', 'VIEWER'] as const;
+export const RoleValues = ['OWNER', 'ADMIN', 'OPERATOR', 'PUBLISHER', 'VIEWER'] as const;
 
 export type AddMemberInput = {
   /**

@@ -2,7 +2,7 @@
  * Argument validation at the resolver (zod). Errors are BAD_USER_INPUT naming the argument and the rule, never
  * echoing the value (bodies may be personal data).
  */
-import { AppError, badInput, type AuthContext } from '@agentgraph/runtime';
+import { AppError, badInput, roleCovers, rolesCovering, type AuthContext } from '@agentgraph/runtime';
 import { z } from 'zod';
 
 const noNul = (s: string) => !s.includes('\u0000');
@@ -32,12 +32,13 @@ export function parseArg<T>(schema: z.ZodType<T>, value: unknown, argument: stri
   throw badInput(`"${argument}" ${rule}.`, { argument });
 }
 
-/** Writers: everyone but VIEWER. */
+/** Writers: OPERATOR and the roles above it (not VIEWER, not PUBLISHER). */
 export function requireWriter(auth: AuthContext, action: string): void {
-  if (auth.role === 'VIEWER') {
+  if (!roleCovers(auth.role, 'OPERATOR')) {
     throw new AppError(
       'FORBIDDEN',
-      `Your role (VIEWER) cannot ${action}. Ask an owner or admin of the tenant for the OPERATOR role or above.`,
+      `Your role (${auth.role}) cannot ${action}. It needs ${rolesCovering('OPERATOR')}; ask an owner or admin of the tenant.`,
+      { requiredRole: 'OPERATOR' },
     );
   }
 }

@@ -4,7 +4,7 @@
  *   bootstrap   --tenant <name> --email <e-mail> --name <display name> [--password-stdin]
  *   create-user --email <e-mail> --name <display name> [--password-stdin]
  *   set-password --email <e-mail> [--password-stdin]
- *   add-member  --tenant-id <uuid> --email <e-mail> --role OWNER|ADMIN|OPERATOR|VIEWER
+ *   add-member  --tenant-id <uuid> --email <e-mail> --role OWNER|ADMIN|OPERATOR|PUBLISHER|VIEWER
  *
  * Opens the configured database (the same environment as `npm start` or the identity service: DATABASE_URL, or the
  * embedded PGlite under DATA_DIR), applies the runtime and identity migrations and works with the migration role's
@@ -44,7 +44,7 @@ const USAGE = `Usage:
   npm run admin -- bootstrap --tenant <name> --email <e-mail> --name <display name> [--password-stdin]
   npm run admin -- create-user --email <e-mail> --name <display name> [--password-stdin]
   npm run admin -- set-password --email <e-mail> [--password-stdin]
-  npm run admin -- add-member --tenant-id <tenant id> --email <e-mail> --role <OWNER|ADMIN|OPERATOR|VIEWER>
+  npm run admin -- add-member --tenant-id <tenant id> --email <e-mail> --role <OWNER|ADMIN|OPERATOR|PUBLISHER|VIEWER>
   npm run admin -- rotate-keys
 
 bootstrap     creates a tenant owned by a user (created if the e-mail is new) and prints
@@ -199,7 +199,7 @@ const MemberInput = z.object({
   role: z
     .string()
     .transform((s) => s.toUpperCase())
-    .pipe(z.enum(ROLES as [Role, ...Role[]], 'must be one of OWNER, ADMIN, OPERATOR, VIEWER')),
+    .pipe(z.enum(ROLES, `must be one of ${ROLES.join(', ')}`)),
 });
 
 /** The password from stdin (first line) or the terminal (asked twice); checked against the policy. */

@@ -2,7 +2,14 @@
  * Input validation (zod) and the role rules. Errors name the field and say what is expected; they never echo
  * the value the client sent.
  */
-import { AppError, badInput, type AuthContext } from '@agentgraph/runtime';
+import {
+  AppError,
+  badInput,
+  roleCovers,
+  roleMeet,
+  rolesCovering,
+  type AuthContext,
+} from '@agentgraph/runtime';
 import { z } from 'zod';
 import { PLATFORMS, ROLES, type DeviceModel, type Role } from './models.js';
 
@@ -36,7 +43,7 @@ export const UserCode = z
   .min(1, 'must be the code the device shows, e.g. WDJB-MJHT')
   .max(32, 'must be the code the device shows, e.g. WDJB-MJHT');
 
-export const RoleInput = z.enum(ROLES, 'must be one of OWNER, ADMIN, OPERATOR, VIEWER');
+export const RoleInput = z.enum(ROLES, `must be one of ${ROLES.join(', ')}`);
 
 export const Email = z
   .string()
@@ -76,14 +83,12 @@ export function userIdOf(auth: AuthContext): string {
   return auth.principalId.toLowerCase();
 }
 
-const RANK: Record<Role, number> = { VIEWER: 0, OPERATOR: 1, ADMIN: 2, OWNER: 3 };
-
-/** Throws FORBIDDEN unless `role` is at least `least`. */
+/** Throws FORBIDDEN unless `role` covers `least` (roles form a lattice: runtime/src/roles.ts). */
 export function requireAtLeast(role: Role, least: Role, action: string): Role {
-  if (RANK[role] < RANK[least]) {
+  if (!roleCovers(role, least)) {
     throw new AppError(
       'FORBIDDEN',
-      `Your role ${role} cannot ${action}; it needs ${least} or higher. Ask a tenant owner or admin.`,
+      `Your role ${role} cannot ${action}; it needs ${rolesCovering(least)}. Ask a tenant owner or admin.`,
       { requiredRole: least },
     );
   }
@@ -102,13 +107,13 @@ export function requireRole(auth: AuthContext, memberRole: Role | null, least: R
       'You are no longer a member of the tenant your token is for. Sign in again to get a token for a tenant you belong to.',
     );
   }
-  const role = RANK[auth.role] < RANK[memberRole] ? auth.role : memberRole;
+  const role = roleMeet(auth.role, memberRole);
   return requireAtLeast(role, least, action);
 }
 
 /** A device is managed (renamed, revoked) by its owner, or by an ADMIN or OWNER of the tenant. */
 export function requireDeviceManager(role: Role, userId: string, device: DeviceModel, action: string): void {
-  if (device.ownerId === userId || RANK[role] >= RANK.ADMIN) return;
+  if (device.ownerId === userId || roleCovers(role, 'ADMIN')) return;
   throw new AppError(
     'FORBIDDEN',
     `Only the device's owner or an ADMIN or OWNER can ${action}; your role is ${role}. Ask the owner or an admin.`,

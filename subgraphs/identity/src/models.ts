@@ -3,10 +3,9 @@
  * Plain JSON (dates as ISO strings) because mutation payloads are stored as the idempotent response and
  * replayed verbatim.
  */
-import type { AuthContext } from '@agentgraph/runtime';
+import type { Role } from '@agentgraph/runtime';
 
-export type Role = AuthContext['role'];
-export const ROLES: readonly Role[] = ['OWNER', 'ADMIN', 'OPERATOR', 'VIEWER'];
+export { ROLES, type Role } from '@agentgraph/runtime';
 export type DeviceStatus = 'PENDING' | 'ENROLLED' | 'REVOKED';
 export const PLATFORMS = ['windows', 'macos', 'linux'] as const;
 export type Platform = (typeof PLATFORMS)[number];

@@ -13,6 +13,7 @@ import {
   notFound,
   pageRequest,
   requireAuth,
+  roleCovers,
   revokeTokens,
   subjectKey,
   toConnection,
@@ -42,7 +43,7 @@ import {
   UserCode,
   userIdOf,
 } from './input.js';
-import { ROLES, type DeviceModel, type TenantModel, type UserModel } from './models.js';
+import type { DeviceModel, TenantModel, UserModel } from './models.js';
 import {
   approveDeviceAuthorization,
   denyDeviceAuthorization,
@@ -335,8 +336,8 @@ export const resolvers: Resolvers = {
         }
         if (member.role === 'OWNER') await keepAnOwner(tx, 'change the role of this OWNER');
         const updated = await store.updateMemberRole(tx, target, newRole);
-        if (ROLES.indexOf(newRole) > ROLES.indexOf(member.role)) {
-          // A demotion: the member's live tokens carry the old role; refuse them so their next token (a refresh
+        if (!roleCovers(newRole, member.role)) {
+          // A demotion (or a move sideways, OPERATOR ↔ PUBLISHER): the member's live tokens carry the old role; refuse them so their next token (a refresh
           // re-reads the role) is the only one in use. Tokens issued after this commit pass.
           await revokeTokens(
             tx,

@@ -294,6 +294,50 @@ describe('changeMemberRole', () => {
   });
 });
 
+describe('the PUBLISHER role', () => {
+  let tenant: Member;
+  let admin: Member;
+  beforeAll(async () => {
+    tenant = await h.tenant('Pied Piper', 'erlich@piedpiper.test');
+    admin = await join(tenant, 'monica@piedpiper.test', 'ADMIN');
+  });
+
+  it('is assignable, and a move sideways from OPERATOR revokes the old tokens like a demotion', async () => {
+    const dinesh = await join(tenant, 'dinesh@piedpiper.test', 'OPERATOR');
+    const a = await h.gql(
+      CHANGE,
+      { userId: dinesh.userId, role: 'PUBLISHER', key: key('role') },
+      admin.token,
+    );
+    expect(a.body.errors).toBeUndefined();
+    expect(a.body.data.changeMemberRole.membership.role).toBe('PUBLISHER');
+    expect(await roleIn(tenant, dinesh.userId)).toBe('PUBLISHER');
+    // OPERATOR does not cover PUBLISHER (nor the reverse): the OPERATOR token must not outlive the change.
+    expect(code(await h.gql('{ viewer { role } }', {}, dinesh.token))).toBe('UNAUTHENTICATED');
+  });
+
+  it('cannot do what OPERATOR may (approve a device), and a PUBLISHER token on an OPERATOR membership acts as VIEWER', async () => {
+    const gilfoyle = await join(tenant, 'gilfoyle@piedpiper.test', 'PUBLISHER');
+    const approve = await h.gql(
+      'mutation($c: String!, $k: ID!) { approveDeviceAuthorization(userCode: $c, idempotencyKey: $k) { device { id } } }',
+      { c: 'BCDF-GHJK', k: key('approve') },
+      gilfoyle.token,
+    );
+    expect(code(approve)).toBe('FORBIDDEN');
+    expect(approve.body.errors?.[0]?.message).toContain('it needs OPERATOR, ADMIN or OWNER');
+    // The token says PUBLISHER but the membership says OPERATOR: the request acts with what both allow (VIEWER).
+    const richard = await join(tenant, 'richard@piedpiper.test', 'OPERATOR');
+    const mismatched = await h.token(richard, 'PUBLISHER');
+    const again = await h.gql(
+      'mutation($c: String!, $k: ID!) { approveDeviceAuthorization(userCode: $c, idempotencyKey: $k) { device { id } } }',
+      { c: 'BCDF-GHJK', k: key('approve') },
+      mismatched,
+    );
+    expect(code(again)).toBe('FORBIDDEN');
+    expect(again.body.errors?.[0]?.message).toContain('Your role VIEWER');
+  });
+});
+
 describe('removeMember', () => {
   let tenant: Member;
   let admin: Member;

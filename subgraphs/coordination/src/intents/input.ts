@@ -1,5 +1,6 @@
 /** Argument rules of the intent operations (zod). Errors name the argument and the rule, never the value. */
-import { AppError, type AuthContext } from '@agentgraph/runtime';
+import type { AuthContext } from '@agentgraph/runtime';
+import { requireWriter } from '../input.js';
 import { z } from 'zod';
 
 export const IntentId = z.guid('must be a UUID');
@@ -40,13 +41,6 @@ export const ExecutionTimeout = z
 
 export const AfterSeqArg = z.number().int().min(0, 'must be 0 or more (0 replays every intent)');
 
-const OPERATOR_ROLES: ReadonlySet<string> = new Set(['OWNER', 'ADMIN', 'OPERATOR']);
-
 export function requireOperator(auth: AuthContext): void {
-  if (!OPERATOR_ROLES.has(auth.role)) {
-    throw new AppError(
-      'FORBIDDEN',
-      `Your role (${auth.role}) cannot create intents. Ask an owner or admin of the tenant for the OPERATOR role or above.`,
-    );
-  }
+  requireWriter(auth, 'create intents');
 }

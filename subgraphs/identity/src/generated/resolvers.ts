@@ -206,10 +206,21 @@ export type Viewer = {
   role: Role;
 };
 
+/**
+ * A member's role in a tenant. Roles form a lattice, not a ladder: OWNER covers ADMIN; ADMIN covers OPERATOR and
+ * PUBLISHER; both of those cover VIEWER; OPERATOR and PUBLISHER do not cover each other. Clients must accept values
+ * added later (treat an unknown role as VIEWER).
+ */
 export type Role =
+  /** Everything, including making and unmaking owners. */
   | 'OWNER'
+  /** Manages members, devices and reviews; may do what OPERATOR and PUBLISHER may. */
   | 'ADMIN'
+  /** Runs things: approves devices, creates intents, posts to rooms, writes memory. */
   | 'OPERATOR'
+  /** Uploads plugin packages to the catalog (never reviews them). */
+  | 'PUBLISHER'
+  /** Reads. */
   | 'VIEWER';
 
 export type Tenant = {

@@ -6,11 +6,11 @@
  * durable credential. Errors are the RFC's: invalid_request, invalid_grant, invalid_scope, invalid_target.
  */
 import { randomUUID } from 'node:crypto';
-import type { Config, Queryable } from '@agentgraph/runtime';
+import { roleMeet, type Config, type Queryable } from '@agentgraph/runtime';
 import { SignJWT, type JWTPayload } from 'jose';
 import { errors, type KoaContextWithOIDC } from 'oidc-provider';
 import { activeSigningKey, SIGNING_ALG } from '../keys.js';
-import { ROLES, type Role } from '../models.js';
+import type { Role } from '../models.js';
 import {
   API_RESOURCE,
   API_SCOPES,
@@ -34,10 +34,6 @@ export const TOKEN_EXCHANGE_PARAMETERS = [
 ];
 
 const ACCEPTED_TYPES = new Set([TOKEN_TYPE_ACCESS_TOKEN, TOKEN_TYPE_JWT]);
-
-function lesserRole(a: Role, b: Role): Role {
-  return ROLES.indexOf(a) >= ROLES.indexOf(b) ? a : b;
-}
 
 interface SubjectClaims extends JWTPayload {
   sub: string;
@@ -120,7 +116,7 @@ export function tokenExchangeHandler(
     if (exp <= iat) throw new errors.InvalidGrant('subject_token expires too soon to be exchanged');
 
     const { kid, key } = await activeSigningKey(db);
-    const role = lesserRole(subject.role, granted.role);
+    const role = roleMeet(subject.role, granted.role);
     const scope = requested.join(' ');
     const token = await new SignJWT({
       tid: subject.tid,
