@@ -7,6 +7,9 @@
  *   npm run bench -- --profile          ours (and the subgraphs) under node --cpu-prof; prints where the time goes
  *   npm run bench -- --subgraph-servers coordination subgraph on our runtime server vs Fastify + mercurius
  *   npm run bench -- --auth             token verification overhead at the gateway, token endpoint throughput
+ *   npm run bench -- --coordination     idle device streams (memory per stream), intent create-to-received latency
+ *   npm run bench -- --memory           memory writes and search (text, vector, hybrid) at 100,000 records
+ *   npm run bench -- --catalog          analysis of a 5 MB package, TUF signing of a 1,000-target channel
  *
  * Options: --connections 32 --warmup 3 --duration 10 --targets direct,ours,stock,stock-keepalive,hive
  * See bench/README.md for what the numbers mean and their caveats.
@@ -41,6 +44,9 @@ const { values: args } = parseArgs({
     auth: { type: 'boolean', default: false },
     sdk: { type: 'boolean', default: false },
     'schema-check': { type: 'boolean', default: false },
+    coordination: { type: 'boolean', default: false },
+    memory: { type: 'boolean', default: false },
+    catalog: { type: 'boolean', default: false },
     'token-concurrency': { type: 'string', default: '16' },
     'token-pool': { type: 'string', default: '12000' },
     rate: { type: 'string', default: '400' },
@@ -55,17 +61,23 @@ const { values: args } = parseArgs({
   },
 });
 
-const MODE = args.auth
-  ? 'auth'
-  : args.sdk
-    ? 'sdk'
-    : args['schema-check']
-      ? 'schema-check'
-      : args['subgraph-servers']
-        ? 'subgraph-servers'
-        : args.profile
-          ? 'profile'
-          : 'gateway';
+const MODE = args.coordination
+  ? 'coordination'
+  : args.memory
+    ? 'memory'
+    : args.catalog
+      ? 'catalog'
+      : args.auth
+        ? 'auth'
+        : args.sdk
+          ? 'sdk'
+          : args['schema-check']
+            ? 'schema-check'
+            : args['subgraph-servers']
+              ? 'subgraph-servers'
+              : args.profile
+                ? 'profile'
+                : 'gateway';
 const CONNECTIONS = Number(args.connections);
 const WARMUP = Number(args.warmup);
 const DURATION = Number(args.duration);
@@ -642,6 +654,18 @@ async function main() {
       codegen: [join(BENCH_SRC, 'codegen-bench.ts'), '--runs', '6'],
       sdkOverhead: [join(BENCH_SRC, 'sdk-overhead.ts'), '--calls', '5000'],
     });
+    return;
+  }
+  if (MODE === 'coordination') {
+    runScripts({ coordination: [join(BENCH_SRC, 'coordination-bench.ts')] });
+    return;
+  }
+  if (MODE === 'memory') {
+    runScripts({ memory: [join(BENCH_SRC, 'memory-bench.ts')] });
+    return;
+  }
+  if (MODE === 'catalog') {
+    runScripts({ catalog: [join(BENCH_SRC, 'catalog-bench.ts')] });
     return;
   }
   if (MODE === 'schema-check') {

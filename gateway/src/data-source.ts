@@ -25,6 +25,10 @@ export interface GatewayContext {
   authorization?: string;
   /** Set when any subgraph answered with a stored result (idempotent replay). */
   idempotentReplay: boolean;
+  /** `x-forwarded-for` to send on: what the caller sent, then the address the gateway saw (audit records). */
+  forwardedFor?: string;
+  /** The caller's `user-agent` (audit records). */
+  userAgent?: string;
 }
 
 export interface PoolOptions {
@@ -135,6 +139,8 @@ export class PooledDataSource extends RemoteGraphQLDataSource<GatewayContext> {
     };
     if (context?.authorization) headers['authorization'] = context.authorization;
     if (context?.correlationId) headers['x-correlation-id'] = context.correlationId;
+    if (context?.forwardedFor) headers['x-forwarded-for'] = context.forwardedFor;
+    if (context?.userAgent) headers['user-agent'] = context.userAgent;
     const body = JSON.stringify({
       query: request.query,
       variables: request.variables,

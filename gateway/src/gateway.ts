@@ -34,6 +34,7 @@ import {
   correlationIdFrom,
   currentCorrelationId,
   errorTable,
+  forwardedForOf,
   httpStatusOf,
   Lru,
   parseJsonBody,
@@ -490,7 +491,13 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
     for (const [k, v] of Object.entries(req.headers)) {
       if (v !== undefined) headers.set(k, Array.isArray(v) ? v.join(', ') : v);
     }
-    const context: GatewayContext = { correlationId, authorization, idempotentReplay: false };
+    const context: GatewayContext = {
+      correlationId,
+      authorization,
+      idempotentReplay: false,
+      forwardedFor: forwardedForOf(req),
+      userAgent: req.headers['user-agent'],
+    };
     if (resolved.register) persisted.rememberAfterValidation(context, resolved.register, query);
     const result = await apollo.executeHTTPGraphQLRequest({
       httpGraphQLRequest: { method: req.method, headers, search, body },
@@ -518,7 +525,13 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
         'Streams need an access token. Send "Authorization: Bearer <token>".',
       );
     }
-    await streams.handle(req, res, { auth, authorization, correlationId });
+    await streams.handle(req, res, {
+      auth,
+      authorization,
+      correlationId,
+      forwardedFor: forwardedForOf(req),
+      userAgent: req.headers['user-agent'],
+    });
   };
 
   const handle = async (

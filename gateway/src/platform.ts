@@ -17,6 +17,7 @@ import {
   serveSubgraph,
   type Config,
   type Database,
+  type DatabaseHandle,
   type Logger,
   type ServedSubgraph,
   type SubgraphModule,
@@ -41,6 +42,8 @@ export interface Platform {
   /** The configuration as served: actual subgraph URLs, token issuer and JWKS URL. */
   config: Config;
   db: Database;
+  /** The owner connection (migrations' role): for operators' tools such as the deployment-wide emergency stop. */
+  owner: DatabaseHandle['owner'];
   gateway: Gateway;
   /** Development mode: the tenant dev@localhost owns (null in production or when someone bootstrapped their own). */
   devTenant: DevelopmentTenant | null;
@@ -170,6 +173,7 @@ export async function startPlatform(input: Config, opts: PlatformOptions): Promi
       subgraphs: Object.fromEntries(served.map((s) => [s.name, s.url])) as Record<SubgraphName, string>,
       config,
       db,
+      owner: handle.owner,
       gateway,
       devTenant,
       close: () => (closing ??= stopAll()),

@@ -68,6 +68,9 @@ interface StreamRequestContext {
   auth: AuthContext;
   authorization: string;
   correlationId: string;
+  /** Sent on to the subgraph for its audit records (see runtime/src/origin.ts). */
+  forwardedFor?: string;
+  userAgent?: string;
 }
 
 interface PreparedStream {
@@ -265,7 +268,12 @@ export function createStreamHandler(opts: StreamOptions) {
       fetchFn: streamFetch,
       singleConnection: false,
       retryAttempts: 0,
-      headers: { authorization: ctx.authorization, 'x-correlation-id': ctx.correlationId },
+      headers: {
+        authorization: ctx.authorization,
+        'x-correlation-id': ctx.correlationId,
+        ...(ctx.forwardedFor ? { 'x-forwarded-for': ctx.forwardedFor } : {}),
+        ...(ctx.userAgent ? { 'user-agent': ctx.userAgent } : {}),
+      },
     });
     const queue: ExecutionResult[] = [];
     let done = false;

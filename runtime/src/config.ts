@@ -15,6 +15,26 @@ const bool = z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' |
 const port = z.coerce.number().int().min(0).max(65535);
 const positive = z.coerce.number().int().positive();
 
+/** A token bucket: `<per second>/s:<burst>` (e.g. `10/s:50`), or `off`. */
+export interface RateLimit {
+  perSecond: number;
+  burst: number;
+}
+const rateLimit = z
+  .string()
+  .trim()
+  .regex(/^(off|\d+(\.\d+)?\/s:\d+)$/, 'must be <per second>/s:<burst>, e.g. 10/s:50, or off')
+  .transform((v): RateLimit | null => {
+    if (v === 'off') return null;
+    const [rate, burst] = v.split('/s:');
+    return { perSecond: Number(rate), burst: Number(burst) };
+  })
+  .refine((v) => v === null || (v.perSecond > 0 && v.burst >= 1), 'rate and burst must be positive');
+
+/** What the rate limits apply to (coordination). */
+export const RATE_LIMITED_ACTIONS = ['intent', 'post'] as const;
+export type RateLimitedAction = (typeof RATE_LIMITED_ACTIONS)[number];
+
 const EnvSchema = z.object({
   AGENTGRAPH_MODE: z.enum(['development', 'production']).default('development'),
   DATABASE_URL: z
@@ -77,6 +97,16 @@ const EnvSchema = z.object({
   /** Age at which identity rotates its token-signing key (the next key is published a full period ahead). */
   SIGNING_KEY_ROTATION_DAYS: z.coerce.number().positive().max(365).default(30),
   COOKIE_SECRET: z.string().min(32, 'must be at least 32 characters of random data').optional(),
+  /** Token buckets (coordination): intent creation and posting (room posts, agent messages), per principal and tenant. */
+  /**
+   * `iss` of signed intents, and the audience devices sign their reports for: the public origin of coordination
+   * (all replicas behind one name). Default: the origin of SUBGRAPH_COORDINATION_URL.
+   */
+  INTENT_ISSUER: z.string().url().optional(),
+  RATE_LIMIT_INTENT_PRINCIPAL: rateLimit.prefault('10/s:50'),
+  RATE_LIMIT_INTENT_TENANT: rateLimit.prefault('100/s:500'),
+  RATE_LIMIT_POST_PRINCIPAL: rateLimit.prefault('50/s:200'),
+  RATE_LIMIT_POST_TENANT: rateLimit.prefault('500/s:2000'),
 });
 
 export interface Config {
@@ -128,6 +158,10 @@ export interface Config {
     /** Age at which the token-signing key is rotated, in seconds. */
     signingKeyRotationSeconds: number;
   };
+  /** `iss` of signed intents (null: the origin of the coordination URL). */
+  intentIssuer: string | null;
+  /** Token-bucket limits per action, per principal and per tenant (null: no limit). */
+  rateLimits: Record<RateLimitedAction, { principal: RateLimit | null; tenant: RateLimit | null }>;
 }
 
 export class ConfigError extends Error {
@@ -251,6 +285,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         .filter(Boolean),
       devicePollIntervalSeconds: e.DEVICE_POLL_INTERVAL_SECONDS,
       signingKeyRotationSeconds: Math.round(e.SIGNING_KEY_ROTATION_DAYS * 86_400),
+    },
+    intentIssuer: e.INTENT_ISSUER ? new URL(e.INTENT_ISSUER).origin : null,
+    rateLimits: {
+      intent: { principal: e.RATE_LIMIT_INTENT_PRINCIPAL, tenant: e.RATE_LIMIT_INTENT_TENANT },
+      post: { principal: e.RATE_LIMIT_POST_PRINCIPAL, tenant: e.RATE_LIMIT_POST_TENANT },
     },
   };
 }

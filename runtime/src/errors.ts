@@ -42,7 +42,8 @@ export type ErrorCode =
   | 'INTERNAL_SERVER_ERROR'
   | 'SERVICE_UNAVAILABLE'
   | 'PERSISTED_QUERY_NOT_FOUND'
-  | 'OPERATION_NOT_TRUSTED';
+  | 'OPERATION_NOT_TRUSTED'
+  | 'EMERGENCY_STOP';
 
 const byCode = new Map(errorTable.map((e) => [e.code, e]));
 for (const code of [
@@ -62,6 +63,7 @@ for (const code of [
   'SERVICE_UNAVAILABLE',
   'PERSISTED_QUERY_NOT_FOUND',
   'OPERATION_NOT_TRUSTED',
+  'EMERGENCY_STOP',
 ] satisfies ErrorCode[]) {
   if (!byCode.has(code)) throw new Error(`schemas/errors.json lacks the code ${code}`);
 }

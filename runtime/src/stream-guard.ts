@@ -15,8 +15,24 @@ export interface StreamGuard {
   close(): void;
 }
 
+/**
+ * Another reason a stream must end (or may not start) while its token is still good, e.g. coordination's emergency
+ * stop. `check` answers for one caller now; `subscribe` says when answers may have changed.
+ */
+export interface StreamStopSource {
+  check(auth: AuthContext): AppError | null;
+  subscribe(listener: () => void): () => void;
+}
+
+/** A stop source a subgraph starts for one server: ready before it listens, closed with it. */
+export interface StartedStreamStop extends StreamStopSource {
+  ready: Promise<void>;
+  close(): Promise<void>;
+}
+
 export interface StreamGuardOptions {
   revocations?: Pick<RevocationList, 'isRevoked' | 'subscribe'>;
+  stops?: readonly StreamStopSource[];
   /** Epoch milliseconds (tests). */
   now?: () => number;
   setTimer?: (fn: () => void, ms: number) => { clear(): void };
@@ -34,6 +50,14 @@ export function createStreamGuard(opts: StreamGuardOptions = {}): StreamGuard {
   const now = opts.now ?? Date.now;
   const setTimer = opts.setTimer ?? defaultTimer;
   const watched = new Map<AbortController, AuthContext>();
+  const stops = opts.stops ?? [];
+  const stopReason = (auth: AuthContext): AppError | null => {
+    for (const s of stops) {
+      const error = s.check(auth);
+      if (error) return error;
+    }
+    return null;
+  };
   const unsubscribe = opts.revocations?.subscribe(() => {
     for (const [abort, auth] of watched) {
       if (opts.revocations!.isRevoked(auth)) {
@@ -46,9 +70,22 @@ export function createStreamGuard(opts: StreamGuardOptions = {}): StreamGuard {
       }
     }
   });
+  const unsubscribeStops = stops.map((s) =>
+    s.subscribe(() => {
+      for (const [abort, auth] of watched) {
+        const error = stopReason(auth);
+        if (error) abort.abort(error);
+      }
+    }),
+  );
   return {
     watch(auth, abort) {
       if (!auth) return () => undefined;
+      const refused = stopReason(auth);
+      if (refused) {
+        abort.abort(refused);
+        return () => undefined;
+      }
       watched.set(abort, auth);
       const timer =
         auth.expiresAt === undefined
@@ -70,6 +107,7 @@ export function createStreamGuard(opts: StreamGuardOptions = {}): StreamGuard {
     },
     close() {
       unsubscribe?.();
+      for (const u of unsubscribeStops) u();
       watched.clear();
     },
   };

@@ -20,6 +20,7 @@ import {
   type RunningServer,
   type SubgraphContext,
 } from './subgraph-server.js';
+import type { StartedStreamStop } from './stream-guard.js';
 
 export interface SubgraphDeps {
   config: Config;
@@ -34,10 +35,12 @@ export interface SubgraphModule {
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   resolvers: GraphQLResolverMap<SubgraphContext> | any;
   migrations: MigrationSet;
-  /** Extra HTTP routes (e.g. identity's JWKS). */
-  routes?(deps: SubgraphDeps): Record<string, RouteHandler>;
+  /** Extra HTTP routes (e.g. identity's JWKS); `verifyToken` is the server's own, for routes that need a caller. */
+  routes?(deps: SubgraphDeps & { verifyToken: TokenVerifier }): Record<string, RouteHandler>;
   /** Background work (sweepers); returns a stop function. */
   background?(deps: SubgraphDeps): () => Promise<void>;
+  /** Another reason to end this server's streams (e.g. an emergency stop), started per server. */
+  streamStop?(deps: SubgraphDeps): StartedStreamStop;
 }
 
 export function schemaFileOf(name: SubgraphName): string {
@@ -85,6 +88,14 @@ export async function serveSubgraph(
       keys: config.jwksUrl,
       revocations: revocations ?? undefined,
     });
+  const streamStop = module.streamStop?.({ config, db, log });
+  try {
+    await streamStop?.ready;
+  } catch (err) {
+    await streamStop?.close();
+    await revocations?.close();
+    throw err;
+  }
   const { listen } = createSubgraphServer({
     name: module.name,
     schema: buildSchemaOf(module),
@@ -92,13 +103,15 @@ export async function serveSubgraph(
     db,
     log,
     verifyToken,
-    routes: module.routes?.({ config, db, log }),
+    routes: module.routes?.({ config, db, log, verifyToken }),
     revocations: revocations ?? deps.revocations,
+    streamStops: streamStop ? [streamStop] : [],
   });
   let running: RunningServer;
   try {
     running = await listen(deps.port ?? config.subgraphPorts[module.name], config.host);
   } catch (err) {
+    await streamStop?.close();
     await revocations?.close();
     throw err;
   }
@@ -109,6 +122,7 @@ export async function serveSubgraph(
     async close() {
       await stopBackground?.();
       await running.close();
+      await streamStop?.close();
       await revocations?.close();
     },
   };

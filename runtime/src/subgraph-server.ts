@@ -31,7 +31,8 @@ import { checkDocumentLimits } from './limits.js';
 import { correlationIdFrom, withCorrelationId, type Logger } from './log.js';
 import { Lru } from './lru.js';
 import type { RevocationList } from './revocation.js';
-import { createStreamGuard, endWithReason } from './stream-guard.js';
+import { createStreamGuard, endWithReason, type StreamStopSource } from './stream-guard.js';
+import { originOf, type RequestOrigin } from './origin.js';
 import type { AuthContext } from './tenancy.js';
 
 export interface SubgraphContext {
@@ -47,6 +48,8 @@ export interface SubgraphContext {
   signal: AbortSignal;
   /** The request's Authorization header as received, for calls to another subgraph on the caller's behalf. */
   authorization?: string;
+  /** Where the request came from (audit records). */
+  origin: RequestOrigin;
 }
 
 export type RouteHandler = (req: IncomingMessage, res: ServerResponse) => Promise<void> | void;
@@ -62,6 +65,8 @@ export interface SubgraphServerOptions {
   routes?: Record<string, RouteHandler>;
   /** When given, a stream ends as soon as its token is revoked (it always ends when its token expires). */
   revocations?: Pick<RevocationList, 'isRevoked' | 'subscribe'>;
+  /** Other reasons to end streams (StreamStopSource). */
+  streamStops?: readonly StreamStopSource[];
 }
 
 export interface RunningServer {
@@ -113,7 +118,7 @@ export function createSubgraphServer(opts: SubgraphServerOptions): {
   const documents = new Lru<string, Prepared>(1000);
   const rules = config.introspection ? specifiedRules : [...specifiedRules, NoSchemaIntrospectionCustomRule];
   const streams = new Set<AbortController>();
-  const guard = createStreamGuard({ revocations: opts.revocations });
+  const guard = createStreamGuard({ revocations: opts.revocations, stops: opts.streamStops });
   let shuttingDown = false;
 
   const prepare = (query: string): Prepared => {
@@ -160,6 +165,7 @@ export function createSubgraphServer(opts: SubgraphServerOptions): {
       responseExtensions: {},
       signal,
       authorization: req.headers.authorization,
+      origin: originOf(req),
     };
     return ctx;
   };

@@ -21,6 +21,7 @@ const expected: Record<ErrorCode, number> = {
   SERVICE_UNAVAILABLE: 503,
   PERSISTED_QUERY_NOT_FOUND: 200,
   OPERATION_NOT_TRUSTED: 400,
+  EMERGENCY_STOP: 423,
 };
 
 describe('error table', () => {

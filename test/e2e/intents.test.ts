@@ -6,67 +6,22 @@
  * replayed, illegal transitions), the sweeper on a fake clock, and resume after cutting the device stream.
  */
 import { randomUUID } from 'node:crypto';
-import { activeSigningKey } from '@agentgraph/identity';
 import { INTENT_JWKS_PATH, sweepIntents } from '@agentgraph/coordination';
-import { calculateJwkThumbprint, exportJWK, generateKeyPair, SignJWT, type CryptoKey, type JWK } from 'jose';
+import { generateKeyPair, SignJWT, type CryptoKey, type JWK } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createIntentVerifier, MemoryReplayCache } from '../../sdk-templates/typescript/src/intents/index.js';
 import { startTestPlatform, type TestPlatform, type TestUser } from '../src/platform.js';
+import { enrolTestDevice, type TestDevice } from '../src/devices.js';
+import { burstWithCuts } from '../src/intent-burst.js';
 import { subscribe } from '../src/sse.js';
 
 let p: TestPlatform;
 let alice: TestUser;
 let issuer: string;
 
-interface TestDevice {
-  id: string;
-  token: string;
-  privateKey: CryptoKey;
-}
-
-/** An ENROLLED device of alice's tenant with a key pair the test holds, and its own device access token. */
-async function enrolDevice(user: TestUser, name: string, enableRemote = true): Promise<TestDevice> {
-  const { publicKey, privateKey } = await generateKeyPair('ES256', { extractable: true });
-  const jwk = await exportJWK(publicKey);
-  const id = await p.platform.db.transaction(
-    async (tx) => {
-      const r = await tx.query<{ id: string }>(
-        `INSERT INTO identity.devices
-           (tenant_id, owner_id, name, platform, status, public_jwk, key_thumbprint, client_id, enrolled_at)
-         VALUES ($1, $2, $3, 'linux', 'ENROLLED', $4::text::jsonb, $5, 'agentgraph-desktop', now()) RETURNING id`,
-        [user.tenantId, user.userId, name, JSON.stringify(jwk), await calculateJwkThumbprint(jwk, 'sha256')],
-      );
-      return r.rows[0]!.id;
-    },
-    { 'app.tenant_id': user.tenantId, 'app.principal_id': user.userId },
-  );
-  // A device token as identity issues it after the device grant: signed with identity's key, carrying `did`.
-  const { kid, key } = await activeSigningKey(p.platform.db);
-  const iat = Math.floor(Date.now() / 1000);
-  const token = await new SignJWT({
-    tid: user.tenantId,
-    role: user.role,
-    scope: 'api:read api:write',
-    did: id,
-    client_id: 'agentgraph-desktop',
-  })
-    .setProtectedHeader({ alg: 'ES256', kid, typ: 'at+jwt' })
-    .setIssuer(p.platform.config.tokenIssuer)
-    .setAudience(p.platform.config.tokenAudience)
-    .setSubject(user.userId)
-    .setIssuedAt(iat)
-    .setExpirationTime(iat + 900)
-    .setJti(randomUUID())
-    .sign(key);
-  if (enableRemote) {
-    const r = await p.gql(
-      'mutation E($k: ID!) { setRemoteActionsEnabled(enabled: true, idempotencyKey: $k) { device { id } } }',
-      { k: randomUUID() },
-      token,
-    );
-    expect(r.errors).toBeUndefined();
-  }
-  return { id, token, privateKey };
+/** An ENROLLED device of the user's tenant with a key pair the test holds, and its own device access token. */
+function enrolDevice(user: TestUser, name: string, enableRemote = true): Promise<TestDevice> {
+  return enrolTestDevice(p, user, name, { enableRemoteActions: enableRemote });
 }
 
 const CREATE =
@@ -115,7 +70,11 @@ async function report(device: TestDevice, jws: string) {
 }
 
 beforeAll(async () => {
-  p = await startTestPlatform();
+  p = await startTestPlatform({
+    // A resume test under volume, not a rate-limit test (test/e2e/rate-limits.test.ts is that).
+    RATE_LIMIT_INTENT_PRINCIPAL: 'off',
+    RATE_LIMIT_INTENT_TENANT: 'off',
+  });
   alice = await p.tokenFor({ tenant: 'intents' });
   issuer = new URL(p.subgraphs.coordination).origin;
 });
@@ -347,46 +306,13 @@ describe('intents end to end', () => {
   it('resumes the device stream after 20 cuts at random during a burst of 1,000 intents: each once, in order', async () => {
     const device = await enrolDevice(alice, 'flaky');
     const total = 1000;
-    // Four concurrent creators: the device's seq counter numbers them 1..1000 whatever the interleaving.
-    let next = 0;
-    const creating = Promise.all(
-      Array.from({ length: 4 }, async () => {
-        while (next < total) {
-          next++;
-          await createIntent(device.id);
-        }
-      }),
-    );
-    // Cut points from a seeded generator (mulberry32), so a failure replays exactly.
-    let seed = 0x1ce1;
-    const random = () => {
-      seed = (seed + 0x6d2b79f5) | 0;
-      let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-      t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-      return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-    };
-    const cuts = new Set<number>();
-    while (cuts.size < 20) cuts.add(1 + Math.floor(random() * (total - 1)));
-    const received: number[] = [];
-    let last = 0;
-    let connections = 0;
-    while (received.length < total) {
-      connections++;
-      const s = subscribe<DeviceEvent>(`${p.gatewayUrl}/graphql/stream`, device.token, DEVICE_STREAM, {
-        a: last,
-      });
-      try {
-        while (received.length < total) {
-          const seq = (await s.next()).data!.deviceIntents.seq;
-          received.push(seq);
-          last = seq;
-          if (cuts.has(received.length)) break; // cut: drop the connection, resume from `last`
-        }
-      } finally {
-        s.dispose();
-      }
-    }
-    await creating;
+    const { received, connections } = await burstWithCuts({
+      total,
+      cuts: 20,
+      create: async () => void (await createIntent(device.id)),
+      streamUrl: `${p.gatewayUrl}/graphql/stream`,
+      deviceToken: device.token,
+    });
     expect(connections).toBe(21);
     expect(received).toEqual(Array.from({ length: total }, (_, i) => i + 1));
 

@@ -14,7 +14,11 @@ const EACH = 500;
 let p: TestPlatform;
 let user: TestUser;
 beforeAll(async () => {
-  p = await startTestPlatform();
+  p = await startTestPlatform({
+    // An ordering test under volume, not a rate-limit test (test/e2e/rate-limits.test.ts is that).
+    RATE_LIMIT_POST_PRINCIPAL: 'off',
+    RATE_LIMIT_POST_TENANT: 'off',
+  });
   user = await p.tokenFor({ tenant: 'posters' });
 });
 afterAll(async () => {

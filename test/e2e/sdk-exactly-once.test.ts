@@ -27,7 +27,11 @@ let proxy: FaultProxy;
 const dir = mkdtempSync(join(tmpdir(), 'sdk-exactly-once-'));
 
 beforeAll(async () => {
-  p = await startTestPlatform();
+  p = await startTestPlatform({
+    // 2,000 posts through faults, not a rate-limit test (test/e2e/rate-limits.test.ts is that).
+    RATE_LIMIT_POST_PRINCIPAL: 'off',
+    RATE_LIMIT_POST_TENANT: 'off',
+  });
   user = await p.tokenFor({ tenant: 'exactly-once' });
   proxy = await startFaultProxy({
     upstream: p.gatewayUrl,

@@ -58,6 +58,12 @@ export interface TestPlatform {
   ): Promise<GraphQLResult<T>>;
   /** POSTs a raw body to the gateway's /graphql. */
   post(body: string, headers?: Record<string, string>): Promise<GraphQLResult>;
+  /**
+   * Another replica of the whole platform (identity, memory, coordination, catalog and a gateway) on the same
+   * database, with its own connection pools and LISTEN connection, as another process would run it. PostgreSQL
+   * only (PGlite is one in-process database). Closed before the test database is dropped.
+   */
+  replica(): Promise<{ gatewayUrl: string; platform: Platform; close(): Promise<void> }>;
   /** Graceful stop (idempotent), then the test database is dropped. */
   close(): Promise<void>;
 }
@@ -67,7 +73,7 @@ export async function startTestPlatform(
   opts: Partial<PlatformOptions> = {},
 ): Promise<TestPlatform> {
   const testDb = await provisionTestDatabase();
-  const config = loadConfig({
+  const env = {
     ...testDb.env,
     HOST: '127.0.0.1',
     GATEWAY_PORT: '0',
@@ -78,7 +84,8 @@ export async function startTestPlatform(
     LOG_LEVEL: 'error',
     SHUTDOWN_GRACE_MS: '5000',
     ...extraEnv,
-  });
+  };
+  const config = loadConfig(env);
   const errorLogs: string[] = [];
   const log: Logger =
     opts.log ?? createLogger({ service: 'e2e' }, { level: 'error', write: (line) => errorLogs.push(line) });
@@ -111,6 +118,7 @@ export async function startTestPlatform(
   };
 
   let closed: Promise<void> | null = null;
+  const replicas: Platform[] = [];
   return {
     driver: testDb.driver,
     gatewayUrl: platform.gatewayUrl,
@@ -143,8 +151,17 @@ export async function startTestPlatform(
       });
     },
     post,
+    async replica() {
+      if (testDb.driver !== 'postgres') {
+        throw new Error('A replica needs PostgreSQL (DATABASE_URL): PGlite is one in-process database.');
+      }
+      const other = await startPlatform(loadConfig(env), { ...opts, log });
+      replicas.push(other);
+      return { gatewayUrl: other.gatewayUrl, platform: other, close: () => other.close() };
+    },
     close() {
       closed ??= (async () => {
+        for (const r of replicas) await r.close();
         await platform.close();
         await testDb.drop();
       })();

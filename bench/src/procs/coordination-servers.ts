@@ -113,6 +113,7 @@ export async function startCoordinationServers(deps: {
       cursors,
       correlationId: correlationIdFrom(request.headers['x-correlation-id']),
       responseExtensions: {},
+      origin: { ip: null, peer: null },
       signal,
     };
     return ctx;

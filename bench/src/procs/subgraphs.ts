@@ -7,7 +7,8 @@
  * Protocol (IPC): we send {type:'ready', ...} once seeded; parent sends {type:'stop'}.
  */
 import { randomUUID } from 'node:crypto';
-import { bootstrapTenant, issueAccessToken } from '@agentgraph/identity';
+import { activeSigningKey, bootstrapTenant, issueAccessToken } from '@agentgraph/identity';
+import { SignJWT } from 'jose';
 import {
   createLogger,
   loadConfig,
@@ -17,6 +18,7 @@ import {
 } from '@agentgraph/runtime';
 import { startPlatform } from '../../../gateway/src/platform.js';
 import { postGraphQL } from '../lib/http.js';
+import { installMemoryProbe } from '../lib/memory-probe.js';
 import { startCoordinationServers, type ServerVariant } from './coordination-servers.js';
 
 export interface SubgraphsReady {
@@ -30,6 +32,8 @@ export interface SubgraphsReady {
   jwksUrl: string;
   seed: { rooms: number; messagesPerRoom: number; users: number };
   servers?: ServerVariant[];
+  /** BENCH_DEVICES=n: enrolled devices (remote actions on) of the tenant with their own device tokens. */
+  devices?: { id: string; token: string }[];
 }
 
 const ROOMS = Number(process.env['BENCH_ROOMS'] ?? 10);
@@ -135,6 +139,49 @@ for (let i = 0; i < ROOMS; i++) {
   }
 }
 
+// --- devices (BENCH_DEVICES): enrolled, remote actions on, each with a device token as identity issues it -------
+const devices: { id: string; token: string }[] = [];
+{
+  const count = Number(process.env['BENCH_DEVICES'] ?? 0);
+  const { kid, key } = count ? await activeSigningKey(db) : { kid: '', key: null };
+  const settings = { 'app.tenant_id': boot.tenantId, 'app.principal_id': boot.userId };
+  for (let i = 0; i < count; i++) {
+    const jwk = {
+      kty: 'EC',
+      crv: 'P-256',
+      x: 'f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU',
+      y: 'x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0',
+    };
+    // The owner connection: a device row as identity's approval writes it, remote actions already on.
+    const id = await platform.owner.transaction(async (tx) => {
+      const r = await tx.query<{ id: string }>(
+        `INSERT INTO identity.devices (tenant_id, owner_id, name, platform, status, public_jwk, key_thumbprint,
+           client_id, enrolled_at, remote_actions_enabled)
+         VALUES ($1, $2, $3, 'linux', 'ENROLLED', $4::text::jsonb, $5, 'agentgraph-desktop', now(), true) RETURNING id`,
+        [boot.tenantId, boot.userId, `bench device ${i}`, JSON.stringify(jwk), `bench-thumbprint-${i}`],
+      );
+      return r.rows[0]!.id;
+    }, settings);
+    const iat = Math.floor(Date.now() / 1000);
+    const deviceToken = await new SignJWT({
+      tid: boot.tenantId,
+      role: 'OWNER',
+      scope: 'api:read api:write',
+      did: id,
+      client_id: 'agentgraph-desktop',
+    })
+      .setProtectedHeader({ alg: 'ES256', kid, typ: 'at+jwt' })
+      .setIssuer(served.tokenIssuer)
+      .setAudience(served.tokenAudience)
+      .setSubject(boot.userId)
+      .setIssuedAt(iat)
+      .setExpirationTime(iat + 900)
+      .setJti(randomUUID())
+      .sign(key!);
+    devices.push({ id, token: deviceToken });
+  }
+}
+
 const servers =
   process.env['BENCH_SUBGRAPH_SERVERS'] === '1'
     ? await startCoordinationServers({ config: served, db, log })
@@ -150,8 +197,10 @@ const ready: SubgraphsReady = {
   jwksUrl: served.jwksUrl,
   seed: { rooms: ROOMS, messagesPerRoom: MESSAGES_PER_ROOM, users: 1 },
   servers,
+  devices,
 };
 process.send!(ready);
+installMemoryProbe();
 
 process.on('message', (m: { type?: string }) => {
   if (m?.type === 'db-counts')

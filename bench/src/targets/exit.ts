@@ -2,7 +2,10 @@
  * Exit on SIGTERM/SIGINT/IPC 'stop' through process.exit, so that `node --cpu-prof` writes its profile (a process
  * killed by a signal it does not handle writes none). Closing is best effort and bounded.
  */
+import { installMemoryProbe } from '../lib/memory-probe.js';
+
 export function installGracefulExit(close?: () => Promise<unknown>): void {
+  installMemoryProbe();
   let exiting = false;
   const exit = () => {
     if (exiting) return;

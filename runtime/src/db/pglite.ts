@@ -82,9 +82,16 @@ export async function openPglite(dataDir: string | null, appRole: string): Promi
       }
       return fn(wrap(tx));
     });
+  // One session serves both: once app() ran, the session's role is the app role, so an owner transaction takes
+  // the session user's (owner's) role back for its own duration only (SET LOCAL ends with the transaction).
+  const ownerTransaction: Database['transaction'] = (fn, settings) =>
+    transaction(async (tx) => {
+      if (app) await tx.query('SET LOCAL ROLE NONE');
+      return fn(tx);
+    }, settings);
   let app: Database | null = null;
   return {
-    owner: { ...base, transaction },
+    owner: { ...base, transaction: ownerTransaction },
     async app() {
       if (app) return app;
       await pg.exec(`SET ROLE ${appRole}`);

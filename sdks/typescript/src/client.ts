@@ -44,7 +44,7 @@ function connectionAt(
 }
 
 /**
- * The AgentGraph API, one typed method per query and mutation (37 of them). Subscriptions are in
+ * The AgentGraph API, one typed method per query and mutation (45 of them). Subscriptions are in
  * `subscriptions` (operations.ts), for the runtime's stream client (`createSubscriptions`).
  */
 export class AgentGraph {
@@ -54,6 +54,26 @@ export class AgentGraph {
   constructor(options: AgentGraphOptions | AgentGraphClient) {
     this.client =
       options instanceof AgentGraphClient ? options : new AgentGraphClient({ ...options, errorTable });
+  }
+
+  /**
+   * Record progress on a message of your inbox: DELIVERED, READ, HANDLED, ACKNOWLEDGED, or FAILED with a
+   * reason.
+   *
+   * `mutation AcknowledgeAgentMessage` from schemas/operations/coordination.graphql. Idempotent: the SDK
+   * makes one key per call and resends it on every retry; pass `options.idempotencyKey` (a key you
+   * persisted) to repeat a logical call across restarts. `replayed` says the server answered with the
+   * stored result of an earlier attempt. Privacy gate: `reason` PERSONAL.
+   */
+  acknowledgeAgentMessage(
+    variables: T.AcknowledgeAgentMessageVariables,
+    options?: CallOptions,
+  ): Promise<ExecuteResult<T.AcknowledgeAgentMessageData>> {
+    return this.client.execute<T.AcknowledgeAgentMessageData>(
+      operations.AcknowledgeAgentMessage,
+      variables,
+      options,
+    );
   }
 
   /**
@@ -67,6 +87,43 @@ export class AgentGraph {
    */
   addMember(variables: T.AddMemberVariables, options?: CallOptions): Promise<ExecuteResult<T.AddMemberData>> {
     return this.client.execute<T.AddMemberData>(operations.AddMember, variables, options);
+  }
+
+  /**
+   * The caller's agent inbox, oldest first, a page at a time (paginateAgentInbox walks every page), with
+   * the inbox's last seq and server-side cursor.
+   *
+   * `query AgentInbox` from schemas/operations/coordination.graphql.
+   */
+  agentInbox(
+    variables: T.AgentInboxVariables = {},
+    options?: CallOptions,
+  ): Promise<ExecuteResult<T.AgentInboxData>> {
+    return this.client.execute<T.AgentInboxData>(operations.AgentInbox, variables, options);
+  }
+
+  /**
+   * Every node of `agentInbox` (AgentInbox), page after page: `after` is set from each page's endCursor,
+   * `first` is the page size. The next page is fetched only when the loop has taken every node of the
+   * current one; aborting `options.signal` stops the loop with AbortError.
+   */
+  paginateAgentInbox(
+    variables: Omit<T.AgentInboxVariables, 'after'> = {},
+    options: PageOptions = {},
+  ): AsyncIterable<T.AgentInboxNode> {
+    return this.pages<T.AgentInboxNode>(operations.AgentInbox, variables, 'after', ['agentInbox'], options);
+  }
+
+  /**
+   * One agent message the caller sent or received (null otherwise).
+   *
+   * `query AgentMessage` from schemas/operations/coordination.graphql.
+   */
+  agentMessage(
+    variables: T.AgentMessageVariables,
+    options?: CallOptions,
+  ): Promise<ExecuteResult<T.AgentMessageData>> {
+    return this.client.execute<T.AgentMessageData>(operations.AgentMessage, variables, options);
   }
 
   /**
@@ -293,12 +350,58 @@ export class AgentGraph {
   }
 
   /**
+   * The emergency stop as it applies to the caller's tenant: the tenant's own and the deployment-wide
+   * one.
+   *
+   * `query EmergencyStop`, the default operation for Query.emergencyStop.
+   */
+  emergencyStop(
+    variables: T.EmergencyStopVariables = {},
+    options?: CallOptions,
+  ): Promise<ExecuteResult<T.EmergencyStopData>> {
+    return this.client.execute<T.EmergencyStopData>(operations.EmergencyStop, variables, options);
+  }
+
+  /**
+   * Engage the tenant's emergency stop (ADMIN or OWNER, with a user's own token): within a second every
+   * open stream of the tenant ends with EMERGENCY_STOP, and new streams and intents are refused until it
+   * is lifted. Audited. Engaging it while it is engaged changes nothing (the first reason stays).
+   *
+   * `mutation EngageEmergencyStop`, the default operation for Mutation.engageEmergencyStop. Idempotent:
+   * the SDK makes one key per call and resends it on every retry; pass `options.idempotencyKey` (a key
+   * you persisted) to repeat a logical call across restarts. `replayed` says the server answered with
+   * the stored result of an earlier attempt. Privacy gate: `reason` INTERNAL.
+   */
+  engageEmergencyStop(
+    variables: T.EngageEmergencyStopVariables,
+    options?: CallOptions,
+  ): Promise<ExecuteResult<T.EngageEmergencyStopData>> {
+    return this.client.execute<T.EngageEmergencyStopData>(operations.EngageEmergencyStop, variables, options);
+  }
+
+  /**
    * An intent of the caller's tenant (a device token sees only its own device's intents).
    *
    * `query Intent`, the default operation for Query.intent.
    */
   intent(variables: T.IntentVariables, options?: CallOptions): Promise<ExecuteResult<T.IntentData>> {
     return this.client.execute<T.IntentData>(operations.Intent, variables, options);
+  }
+
+  /**
+   * Lift the tenant's emergency stop (ADMIN or OWNER). Audited. The deployment-wide stop is lifted by
+   * operators only.
+   *
+   * `mutation LiftEmergencyStop`, the default operation for Mutation.liftEmergencyStop. Idempotent: the
+   * SDK makes one key per call and resends it on every retry; pass `options.idempotencyKey` (a key you
+   * persisted) to repeat a logical call across restarts. `replayed` says the server answered with the
+   * stored result of an earlier attempt.
+   */
+  liftEmergencyStop(
+    variables: T.LiftEmergencyStopVariables = {},
+    options?: CallOptions,
+  ): Promise<ExecuteResult<T.LiftEmergencyStopData>> {
+    return this.client.execute<T.LiftEmergencyStopData>(operations.LiftEmergencyStop, variables, options);
   }
 
   /**
@@ -530,6 +633,56 @@ export class AgentGraph {
     options: PageOptions = {},
   ): AsyncIterable<T.RoomsNode> {
     return this.pages<T.RoomsNode>(operations.Rooms, variables, 'after', ['rooms'], options);
+  }
+
+  /**
+   * Send a message to an agent address (an enrolled device or a user), or answer one you received
+   * (replyTo). The body is PERSONAL: the client's privacy policy must allow PERSONAL.
+   *
+   * `mutation SendAgentMessage` from schemas/operations/coordination.graphql. Idempotent: the SDK makes
+   * one key per call and resends it on every retry; pass `options.idempotencyKey` (a key you persisted)
+   * to repeat a logical call across restarts. `replayed` says the server answered with the stored result
+   * of an earlier attempt. Privacy gate: `input.body` PERSONAL, `input.contentType` PUBLIC,
+   * `input.correlationId` INTERNAL, `input.expiresInSeconds` PUBLIC, `input.replyTo` INTERNAL,
+   * `input.to` INTERNAL, `input.to.deviceId` INTERNAL, `input.to.userId` INTERNAL.
+   */
+  sendAgentMessage(
+    variables: T.SendAgentMessageVariables,
+    options?: CallOptions,
+  ): Promise<ExecuteResult<T.SendAgentMessageData>> {
+    return this.client.execute<T.SendAgentMessageData>(operations.SendAgentMessage, variables, options);
+  }
+
+  /**
+   * Messages the caller sent, newest first, with their states (paginateSentAgentMessages walks every
+   * page).
+   *
+   * `query SentAgentMessages` from schemas/operations/coordination.graphql. Privacy gate:
+   * `correlationId` INTERNAL.
+   */
+  sentAgentMessages(
+    variables: T.SentAgentMessagesVariables = {},
+    options?: CallOptions,
+  ): Promise<ExecuteResult<T.SentAgentMessagesData>> {
+    return this.client.execute<T.SentAgentMessagesData>(operations.SentAgentMessages, variables, options);
+  }
+
+  /**
+   * Every node of `sentAgentMessages` (SentAgentMessages), page after page: `after` is set from each
+   * page's endCursor, `first` is the page size. The next page is fetched only when the loop has taken
+   * every node of the current one; aborting `options.signal` stops the loop with AbortError.
+   */
+  paginateSentAgentMessages(
+    variables: Omit<T.SentAgentMessagesVariables, 'after'> = {},
+    options: PageOptions = {},
+  ): AsyncIterable<T.SentAgentMessagesNode> {
+    return this.pages<T.SentAgentMessagesNode>(
+      operations.SentAgentMessages,
+      variables,
+      'after',
+      ['sentAgentMessages'],
+      options,
+    );
   }
 
   /**

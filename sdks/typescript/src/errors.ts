@@ -108,6 +108,13 @@ export const errorTable: ErrorTable = {
       description:
         'The gateway runs only trusted documents (schemas/operations.manifest.json) and this operation is not one. Use the generated SDK (regenerate it), or add the operation to schemas/operations/ and regenerate.',
     },
+    {
+      code: 'EMERGENCY_STOP',
+      http: 423,
+      retry: 'never',
+      description:
+        'The emergency stop is engaged for your tenant (by a tenant admin) or for the whole deployment (by an operator): open streams were closed, and new streams and intents are refused until it is lifted. Do not retry; query emergencyStop for who engaged it, when and why, and ask an admin.',
+    },
   ],
 };
 
@@ -127,7 +134,8 @@ export type ErrorCode =
   | 'INTERNAL_SERVER_ERROR'
   | 'SERVICE_UNAVAILABLE'
   | 'PERSISTED_QUERY_NOT_FOUND'
-  | 'OPERATION_NOT_TRUSTED';
+  | 'OPERATION_NOT_TRUSTED'
+  | 'EMERGENCY_STOP';
 
 /**
  * The request's arguments are invalid. Fix the input; retrying the same request fails the same way.
@@ -373,6 +381,23 @@ export class OperationNotTrustedError extends AgentGraphError {
   }
 }
 
+/**
+ * The emergency stop is engaged for your tenant (by a tenant admin) or for the whole deployment (by an
+ * operator): open streams were closed, and new streams and intents are refused until it is lifted. Do
+ * not retry; query emergencyStop for who engaged it, when and why, and ask an admin.
+ *
+ * HTTP 423; retry: never.
+ */
+export class EmergencyStopError extends AgentGraphError {
+  static readonly code = 'EMERGENCY_STOP';
+  static readonly http = 423;
+  static readonly retry = 'never';
+  /** Any AgentGraphError with code EMERGENCY_STOP, whichever client made it. */
+  static override [Symbol.hasInstance](value: unknown): value is EmergencyStopError {
+    return value instanceof AgentGraphError && value.code === 'EMERGENCY_STOP';
+  }
+}
+
 /** The class of each code. */
 export const errorClasses = {
   BAD_USER_INPUT: BadUserInputError,
@@ -391,4 +416,5 @@ export const errorClasses = {
   SERVICE_UNAVAILABLE: ServiceUnavailableError,
   PERSISTED_QUERY_NOT_FOUND: PersistedQueryNotFoundError,
   OPERATION_NOT_TRUSTED: OperationNotTrustedError,
+  EMERGENCY_STOP: EmergencyStopError,
 } as const;

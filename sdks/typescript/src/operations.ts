@@ -2,13 +2,29 @@
 import type { OperationSpec, SubscriptionSpec } from './runtime/index.js';
 
 /** The schema version (capabilities.schemaVersion) these operations were generated from. */
-export const SCHEMA_VERSION = 'a5b4090a55ff';
+export const SCHEMA_VERSION = '606c13896055';
 
 /**
  * Every query and mutation, by name, as AgentGraphClient.execute takes them (and sendWithClient, for
  * the outbox: entries name their operation).
  */
 export const operations = {
+  /**
+   * Record progress on a message of your inbox: DELIVERED, READ, HANDLED, ACKNOWLEDGED, or FAILED with a
+   * reason.
+   *
+   * From schemas/operations/coordination.graphql.
+   */
+  AcknowledgeAgentMessage: {
+    name: 'AcknowledgeAgentMessage',
+    kind: 'mutation',
+    idempotent: true,
+    document:
+      'mutation AcknowledgeAgentMessage($id: ID!, $state: AgentMessageState!, $reason: String, $idempotencyKey: ID!) { acknowledgeAgentMessage(id: $id, state: $state, reason: $reason, idempotencyKey: $idempotencyKey) { message { id seq state failureReason deliveredAt readAt handledAt acknowledgedAt failedAt } } }',
+    privacy: {
+      reason: { class: 'PERSONAL', required: false },
+    },
+  },
   /**
    * Add an existing user to the caller's tenant. Needs ADMIN or higher; only an OWNER may add an OWNER.
    * Users are created by the admin CLI or sign-up, not here: an unknown e-mail is NOT_FOUND.
@@ -25,6 +41,33 @@ export const operations = {
       'input.email': { class: 'PERSONAL', required: true },
       'input.role': { class: 'INTERNAL', required: true },
     },
+  },
+  /**
+   * The caller's agent inbox, oldest first, a page at a time (paginateAgentInbox walks every page), with
+   * the inbox's last seq and server-side cursor.
+   *
+   * From schemas/operations/coordination.graphql.
+   */
+  AgentInbox: {
+    name: 'AgentInbox',
+    kind: 'query',
+    idempotent: false,
+    document:
+      'query AgentInbox($first: Int, $after: String, $state: AgentMessageState) { agentInbox(first: $first, after: $after, state: $state) { lastSeq cursorSeq edges { cursor node { id seq body contentType correlationId state createdAt expiresAt from { kind deviceId userId } replyTo { id } } } pageInfo { hasNextPage endCursor } } }',
+    privacy: {},
+  },
+  /**
+   * One agent message the caller sent or received (null otherwise).
+   *
+   * From schemas/operations/coordination.graphql.
+   */
+  AgentMessage: {
+    name: 'AgentMessage',
+    kind: 'query',
+    idempotent: false,
+    document:
+      'query AgentMessage($id: ID!) { agentMessage(id: $id) { id seq body contentType correlationId state failureReason createdAt expiresAt deliveredAt readAt handledAt acknowledgedAt failedAt from { kind deviceId userId } to { kind deviceId userId } replyTo { id } } }',
+    privacy: {},
   },
   /**
    * Approve a device's enrolment request (RFC 8628): the device becomes ENROLLED, owned by the caller,
@@ -239,6 +282,37 @@ export const operations = {
     privacy: {},
   },
   /**
+   * The emergency stop as it applies to the caller's tenant: the tenant's own and the deployment-wide
+   * one.
+   *
+   * Default operation for Query.emergencyStop (no curated operation selects it).
+   */
+  EmergencyStop: {
+    name: 'EmergencyStop',
+    kind: 'query',
+    idempotent: false,
+    document:
+      'query EmergencyStop { emergencyStop { engaged tenant { scope reason engagedAt engagedBy } global { scope reason engagedAt engagedBy } } }',
+    privacy: {},
+  },
+  /**
+   * Engage the tenant's emergency stop (ADMIN or OWNER, with a user's own token): within a second every
+   * open stream of the tenant ends with EMERGENCY_STOP, and new streams and intents are refused until it
+   * is lifted. Audited. Engaging it while it is engaged changes nothing (the first reason stays).
+   *
+   * Default operation for Mutation.engageEmergencyStop (no curated operation selects it).
+   */
+  EngageEmergencyStop: {
+    name: 'EngageEmergencyStop',
+    kind: 'mutation',
+    idempotent: true,
+    document:
+      'mutation EngageEmergencyStop($reason: String!, $idempotencyKey: ID!) { engageEmergencyStop(reason: $reason, idempotencyKey: $idempotencyKey) { status { engaged tenant { scope reason engagedAt engagedBy } global { scope reason engagedAt engagedBy } } } }',
+    privacy: {
+      reason: { class: 'INTERNAL', required: true },
+    },
+  },
+  /**
    * An intent of the caller's tenant (a device token sees only its own device's intents).
    *
    * Default operation for Query.intent (no curated operation selects it).
@@ -249,6 +323,20 @@ export const operations = {
     idempotent: false,
     document:
       'query Intent($id: ID!) { intent(id: $id) { id device { id name platform status remoteActionsEnabled owner { id email displayName createdAt } createdAt enrolledAt revokedAt keyThumbprint publicJwk } requester { id email displayName createdAt } action params state seq createdAt expiresAt executionDeadline jws } }',
+    privacy: {},
+  },
+  /**
+   * Lift the tenant's emergency stop (ADMIN or OWNER). Audited. The deployment-wide stop is lifted by
+   * operators only.
+   *
+   * Default operation for Mutation.liftEmergencyStop (no curated operation selects it).
+   */
+  LiftEmergencyStop: {
+    name: 'LiftEmergencyStop',
+    kind: 'mutation',
+    idempotent: true,
+    document:
+      'mutation LiftEmergencyStop($idempotencyKey: ID!) { liftEmergencyStop(idempotencyKey: $idempotencyKey) { status { engaged tenant { scope reason engagedAt engagedBy } global { scope reason engagedAt engagedBy } } } }',
     privacy: {},
   },
   /**
@@ -454,6 +542,45 @@ export const operations = {
     privacy: {},
   },
   /**
+   * Send a message to an agent address (an enrolled device or a user), or answer one you received
+   * (replyTo). The body is PERSONAL: the client's privacy policy must allow PERSONAL.
+   *
+   * From schemas/operations/coordination.graphql.
+   */
+  SendAgentMessage: {
+    name: 'SendAgentMessage',
+    kind: 'mutation',
+    idempotent: true,
+    document:
+      'mutation SendAgentMessage($input: SendAgentMessageInput!, $idempotencyKey: ID!) { sendAgentMessage(input: $input, idempotencyKey: $idempotencyKey) { message { id seq state correlationId createdAt expiresAt from { kind deviceId userId } to { kind deviceId userId } replyTo { id } } } }',
+    privacy: {
+      'input.body': { class: 'PERSONAL', required: true },
+      'input.contentType': { class: 'PUBLIC', required: false },
+      'input.correlationId': { class: 'INTERNAL', required: false },
+      'input.expiresInSeconds': { class: 'PUBLIC', required: false },
+      'input.replyTo': { class: 'INTERNAL', required: false },
+      'input.to': { class: 'INTERNAL', required: false },
+      'input.to.deviceId': { class: 'INTERNAL', required: false },
+      'input.to.userId': { class: 'INTERNAL', required: false },
+    },
+  },
+  /**
+   * Messages the caller sent, newest first, with their states (paginateSentAgentMessages walks every
+   * page).
+   *
+   * From schemas/operations/coordination.graphql.
+   */
+  SentAgentMessages: {
+    name: 'SentAgentMessages',
+    kind: 'query',
+    idempotent: false,
+    document:
+      'query SentAgentMessages($first: Int, $after: String, $correlationId: String) { sentAgentMessages(first: $first, after: $after, correlationId: $correlationId) { edges { cursor node { id seq correlationId state failureReason createdAt deliveredAt readAt handledAt acknowledgedAt failedAt to { kind deviceId userId } } } pageInfo { hasNextPage endCursor } } }',
+    privacy: {
+      correlationId: { class: 'INTERNAL', required: false },
+    },
+  },
+  /**
    * Everything the server publishes about itself, the API schema version included.
    *
    * From schemas/operations/capabilities.graphql.
@@ -565,7 +692,21 @@ export const subscriptions = {
     name: 'IntentUpdates',
     kind: 'subscription',
     document:
-      'subscription IntentUpdates($intentId: ID!) { intentUpdates(intentId: $intentId) { intent { id } n state at actor reason } }',
+      'subscription IntentUpdates($intentId: ID!) { intentUpdates(intentId: $intentId) { intent { id } n state at actor reason origin { ip forwardedFor userAgent clientId deviceId correlationId } } }',
+    privacy: {},
+  },
+  /**
+   * The caller's inbox, live: without afterSeq from the server-side cursor (every message not yet
+   * acknowledged or failed is delivered again after a reconnect), with afterSeq from the client's own
+   * position.
+   *
+   * From schemas/operations/coordination.graphql.
+   */
+  OnAgentMessage: {
+    name: 'OnAgentMessage',
+    kind: 'subscription',
+    document:
+      'subscription OnAgentMessage($afterSeq: Int) { agentMessages(afterSeq: $afterSeq) { id seq body contentType correlationId state createdAt expiresAt from { kind deviceId userId } replyTo { id } } }',
     privacy: {},
   },
   /**

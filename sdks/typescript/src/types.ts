@@ -3,9 +3,36 @@
 /** An ISO-8601 UTC timestamp, e.g. 2026-11-29T13:00:00.000Z. */
 export type DateTime = string;
 
+/** Who owns an agent inbox or sent a message. */
+export type AgentAddressKind = 'DEVICE' | 'USER';
+
+export const AgentAddressKindValues = ['DEVICE', 'USER'] as const;
+
+/**
+ * Where a message is in its recipient's hands. Forward only: QUEUED, DELIVERED, READ, HANDLED,
+ * ACKNOWLEDGED; FAILED from any open state (a poison message). EXPIRED: still QUEUED at its expiry
+ * time (never stored, read by the clock).
+ */
+export type AgentMessageState =
+  'QUEUED' | 'DELIVERED' | 'READ' | 'HANDLED' | 'ACKNOWLEDGED' | 'FAILED' | 'EXPIRED';
+
+export const AgentMessageStateValues = [
+  'QUEUED',
+  'DELIVERED',
+  'READ',
+  'HANDLED',
+  'ACKNOWLEDGED',
+  'FAILED',
+  'EXPIRED',
+] as const;
+
 export type DeviceStatus = 'PENDING' | 'ENROLLED' | 'REVOKED';
 
 export const DeviceStatusValues = ['PENDING', 'ENROLLED', 'REVOKED'] as const;
+
+export type EmergencyStopScope = 'TENANT' | 'GLOBAL';
+
+export const EmergencyStopScopeValues = ['TENANT', 'GLOBAL'] as const;
 
 /** The honest states of an intent (DESIGN.md §1). The server alone sets EXPIRED and OUTCOME_UNKNOWN. */
 export type IntentState =
@@ -62,6 +89,14 @@ export type AddMemberInput = {
   email: string;
   /** Data class: INTERNAL. */
   role: Role;
+};
+
+/** Where an agent message goes: exactly one of deviceId (an enrolled device of your tenant) or userId. */
+export type AgentAddressInput = {
+  /** Data class: INTERNAL. */
+  deviceId?: string | null;
+  /** Data class: INTERNAL. */
+  userId?: string | null;
 };
 
 export type CreateIntentInput = {
@@ -135,9 +170,73 @@ export type RegisterDeviceInput = {
   platform: string;
 };
 
+export type SendAgentMessageInput = {
+  /**
+   * The recipient; may be omitted with replyTo (then it is the replied message's sender). Data class:
+   * INTERNAL.
+   */
+  to?: AgentAddressInput | null;
+  /**
+   * At most 16 KB of UTF-8. Data class: PERSONAL.
+   */
+  body: string;
+  /**
+   * The body's media type (default text/plain). Data class: PUBLIC.
+   * @defaultValue "text/plain"
+   */
+  contentType?: string | null;
+  /**
+   * Your request id (1-200 characters); a reply gets the replied message's. Data class: INTERNAL.
+   */
+  correlationId?: string | null;
+  /**
+   * A message of your inbox this one answers. Data class: INTERNAL.
+   */
+  replyTo?: string | null;
+  /**
+   * Seconds the message may stay QUEUED before it reads EXPIRED (10-604800); omitted: it never expires.
+   * Data class: PUBLIC.
+   */
+  expiresInSeconds?: number | null;
+};
+
 export type UpdateProfileInput = {
   /** Data class: PERSONAL. */
   displayName: string;
+};
+
+/** Variables of the mutation AcknowledgeAgentMessage. */
+export type AcknowledgeAgentMessageVariables = {
+  id: string;
+  state: AgentMessageState;
+  reason?: string | null;
+  /** Made by the SDK once per call when absent (or pass `options.idempotencyKey`). */
+  idempotencyKey?: string;
+};
+
+/** Result of the mutation AcknowledgeAgentMessage. */
+export type AcknowledgeAgentMessageData = {
+  /**
+   * The recipient records progress on a message of its inbox: DELIVERED, READ, HANDLED, ACKNOWLEDGED
+   * (forward only, skipping allowed) or FAILED with a reason (a poison message). ACKNOWLEDGED and FAILED
+   * are final and let the inbox's server-side cursor move past the message. A move backwards or from a
+   * final state is VERSION_CONFLICT with extensions.state (the current state).
+   */
+  acknowledgeAgentMessage: {
+    message: {
+      id: string;
+      /** Position in the recipient's inbox, starting at 1, without gaps. */
+      seq: number;
+      state: AgentMessageState;
+      /** Why the recipient gave up on the message (state FAILED). */
+      failureReason: string | null;
+      deliveredAt: DateTime | null;
+      readAt: DateTime | null;
+      handledAt: DateTime | null;
+      acknowledgedAt: DateTime | null;
+      failedAt: DateTime | null;
+    };
+  };
 };
 
 /** Variables of the mutation AddMember. */
@@ -165,6 +264,115 @@ export type AddMemberData = {
       createdAt: DateTime;
     };
   };
+};
+
+/** Variables of the query AgentInbox. */
+export type AgentInboxVariables = {
+  first?: number | null;
+  after?: string | null;
+  state?: AgentMessageState | null;
+};
+
+/** Result of the query AgentInbox. */
+export type AgentInboxData = {
+  /**
+   * The caller's agent inbox (a device token reads its device's inbox, a user token the user's), oldest
+   * first by seq; state filters by the state as read now (e.g. QUEUED for messages not yet confirmed
+   * delivered).
+   */
+  agentInbox: {
+    /** The inbox's newest seq (0 when empty). */
+    lastSeq: number;
+    /**
+     * The server-side cursor: the highest seq such that every message up to it is ACKNOWLEDGED, FAILED or
+     * EXPIRED.
+     */
+    cursorSeq: number;
+    edges: Array<{
+      cursor: string;
+      node: {
+        id: string;
+        /** Position in the recipient's inbox, starting at 1, without gaps. */
+        seq: number;
+        body: string;
+        /** The body's media type, e.g. text/plain (the default) or application/json. */
+        contentType: string;
+        /** Chosen by the sender of a request; a reply carries the request's. */
+        correlationId: string | null;
+        state: AgentMessageState;
+        createdAt: DateTime;
+        /** When a message still QUEUED reads EXPIRED; null: never. */
+        expiresAt: DateTime | null;
+        from: {
+          kind: AgentAddressKind;
+          /** The device's id when kind is DEVICE. */
+          deviceId: string | null;
+          /** The user's id when kind is USER. */
+          userId: string | null;
+        };
+        /** The message this one answers (visible to both parties). */
+        replyTo: {
+          id: string;
+        } | null;
+      };
+    }>;
+    pageInfo: {
+      hasNextPage: boolean;
+      endCursor: string | null;
+    };
+  };
+};
+
+/** A node of AgentInbox's connection agentInbox. */
+export type AgentInboxNode = NonNullable<NonNullable<AgentInboxData['agentInbox']['edges']>[number]>['node'];
+
+/** Variables of the query AgentMessage. */
+export type AgentMessageVariables = {
+  id: string;
+};
+
+/** Result of the query AgentMessage. */
+export type AgentMessageData = {
+  /** An agent message the caller sent or received (null otherwise). */
+  agentMessage: {
+    id: string;
+    /** Position in the recipient's inbox, starting at 1, without gaps. */
+    seq: number;
+    body: string;
+    /** The body's media type, e.g. text/plain (the default) or application/json. */
+    contentType: string;
+    /** Chosen by the sender of a request; a reply carries the request's. */
+    correlationId: string | null;
+    state: AgentMessageState;
+    /** Why the recipient gave up on the message (state FAILED). */
+    failureReason: string | null;
+    createdAt: DateTime;
+    /** When a message still QUEUED reads EXPIRED; null: never. */
+    expiresAt: DateTime | null;
+    deliveredAt: DateTime | null;
+    readAt: DateTime | null;
+    handledAt: DateTime | null;
+    acknowledgedAt: DateTime | null;
+    failedAt: DateTime | null;
+    from: {
+      kind: AgentAddressKind;
+      /** The device's id when kind is DEVICE. */
+      deviceId: string | null;
+      /** The user's id when kind is USER. */
+      userId: string | null;
+    };
+    to: {
+      kind: AgentAddressKind;
+      /** The device's id when kind is DEVICE. */
+      deviceId: string | null;
+      /** The user's id when kind is USER. */
+      userId: string | null;
+    };
+    /** The message this one answers (visible to both parties). */
+    replyTo: {
+      id: string;
+    } | null;
+  } | null;
 };
 
 /** Variables of the mutation ApproveDeviceAuthorization. */
@@ -695,6 +903,71 @@ export type DevicesData = {
 /** A node of Devices's connection tenant.devices. */
 export type DevicesNode = NonNullable<NonNullable<DevicesData['tenant']['devices']['edges']>[number]>['node'];
 
+/** Variables of the query EmergencyStop. */
+export type EmergencyStopVariables = Record<string, never>;
+
+/** Result of the query EmergencyStop. */
+export type EmergencyStopData = {
+  /**
+   * The emergency stop as it applies to the caller's tenant: the tenant's own and the deployment-wide
+   * one.
+   */
+  emergencyStop: {
+    /** True when the tenant's or the deployment-wide stop is engaged. */
+    engaged: boolean;
+    tenant: {
+      scope: EmergencyStopScope;
+      reason: string;
+      engagedAt: DateTime;
+      /** Who engaged it: a user id, or operator:<name> for the deployment-wide stop. */
+      engagedBy: string;
+    } | null;
+    global: {
+      scope: EmergencyStopScope;
+      reason: string;
+      engagedAt: DateTime;
+      /** Who engaged it: a user id, or operator:<name> for the deployment-wide stop. */
+      engagedBy: string;
+    } | null;
+  };
+};
+
+/** Variables of the mutation EngageEmergencyStop. */
+export type EngageEmergencyStopVariables = {
+  reason: string;
+  /** Made by the SDK once per call when absent (or pass `options.idempotencyKey`). */
+  idempotencyKey?: string;
+};
+
+/** Result of the mutation EngageEmergencyStop. */
+export type EngageEmergencyStopData = {
+  /**
+   * Engage the tenant's emergency stop (ADMIN or OWNER, with a user's own token): within a second every
+   * open stream of the tenant ends with EMERGENCY_STOP, and new streams and intents are refused until it
+   * is lifted. Audited. Engaging it while it is engaged changes nothing (the first reason stays).
+   */
+  engageEmergencyStop: {
+    status: {
+      /** True when the tenant's or the deployment-wide stop is engaged. */
+      engaged: boolean;
+      tenant: {
+        scope: EmergencyStopScope;
+        reason: string;
+        engagedAt: DateTime;
+        /** Who engaged it: a user id, or operator:<name> for the deployment-wide stop. */
+        engagedBy: string;
+      } | null;
+      global: {
+        scope: EmergencyStopScope;
+        reason: string;
+        engagedAt: DateTime;
+        /** Who engaged it: a user id, or operator:<name> for the deployment-wide stop. */
+        engagedBy: string;
+      } | null;
+    };
+  };
+};
+
 /** Variables of the query Intent. */
 export type IntentVariables = {
   id: string;
@@ -768,6 +1041,53 @@ export type IntentUpdatesData = {
     /** Who made the change: a user id, device:<id> for a device report, or system for the server. */
     actor: string;
     reason: string | null;
+    /** Where the change came from (ADMIN and OWNER only; null for others and for the server's own changes). */
+    origin: {
+      /** The client's address as the first hop we run saw it. */
+      ip: string | null;
+      /** The X-Forwarded-For chain as received (addresses the client and proxies claimed). */
+      forwardedFor: string | null;
+      userAgent: string | null;
+      /** The OAuth client the token was issued to. */
+      clientId: string | null;
+      /** The device whose token made the request. */
+      deviceId: string | null;
+      correlationId: string | null;
+    } | null;
+  };
+};
+
+/** Variables of the mutation LiftEmergencyStop. */
+export type LiftEmergencyStopVariables = {
+  /** Made by the SDK once per call when absent (or pass `options.idempotencyKey`). */
+  idempotencyKey?: string;
+};
+
+/** Result of the mutation LiftEmergencyStop. */
+export type LiftEmergencyStopData = {
+  /**
+   * Lift the tenant's emergency stop (ADMIN or OWNER). Audited. The deployment-wide stop is lifted by
+   * operators only.
+   */
+  liftEmergencyStop: {
+    status: {
+      /** True when the tenant's or the deployment-wide stop is engaged. */
+      engaged: boolean;
+      tenant: {
+        scope: EmergencyStopScope;
+        reason: string;
+        engagedAt: DateTime;
+        /** Who engaged it: a user id, or operator:<name> for the deployment-wide stop. */
+        engagedBy: string;
+      } | null;
+      global: {
+        scope: EmergencyStopScope;
+        reason: string;
+        engagedAt: DateTime;
+        /** Who engaged it: a user id, or operator:<name> for the deployment-wide stop. */
+        engagedBy: string;
+      } | null;
+    };
   };
 };
 
@@ -838,6 +1158,46 @@ export type MemoryRecordData = {
     createdAt: DateTime;
     updatedAt: DateTime;
   } | null;
+};
+
+/** Variables of the subscription OnAgentMessage. */
+export type OnAgentMessageVariables = {
+  afterSeq?: number | null;
+};
+
+/** Result of the subscription OnAgentMessage. */
+export type OnAgentMessageData = {
+  /**
+   * The caller's agent inbox, live (device token: its device's inbox; user token: the user's): messages
+   * after afterSeq in seq order, then new ones, with no gap and no duplicate. Messages that are final
+   * when read (ACKNOWLEDGED, FAILED, EXPIRED) are skipped. Without afterSeq it starts at the inbox's
+   * server-side cursor, so a reconnect redelivers exactly the messages not yet acknowledged or failed.
+   */
+  agentMessages: {
+    id: string;
+    /** Position in the recipient's inbox, starting at 1, without gaps. */
+    seq: number;
+    body: string;
+    /** The body's media type, e.g. text/plain (the default) or application/json. */
+    contentType: string;
+    /** Chosen by the sender of a request; a reply carries the request's. */
+    correlationId: string | null;
+    state: AgentMessageState;
+    createdAt: DateTime;
+    /** When a message still QUEUED reads EXPIRED; null: never. */
+    expiresAt: DateTime | null;
+    from: {
+      kind: AgentAddressKind;
+      /** The device's id when kind is DEVICE. */
+      deviceId: string | null;
+      /** The user's id when kind is USER. */
+      userId: string | null;
+    };
+    /** The message this one answers (visible to both parties). */
+    replyTo: {
+      id: string;
+    } | null;
+  };
 };
 
 /** Variables of the subscription OnRoomMessage. */
@@ -1275,6 +1635,106 @@ export type RoomsData = {
 
 /** A node of Rooms's connection rooms. */
 export type RoomsNode = NonNullable<NonNullable<RoomsData['rooms']['edges']>[number]>['node'];
+
+/** Variables of the mutation SendAgentMessage. */
+export type SendAgentMessageVariables = {
+  input: SendAgentMessageInput;
+  /** Made by the SDK once per call when absent (or pass `options.idempotencyKey`). */
+  idempotencyKey?: string;
+};
+
+/** Result of the mutation SendAgentMessage. */
+export type SendAgentMessageData = {
+  /**
+   * Send a message to one agent address: an enrolled device of your tenant, or a user (to), or as the
+   * answer to a message you received (replyTo: it goes to that message's sender with the same
+   * correlationId). It gets the next seq of the recipient's inbox and starts QUEUED. A device token
+   * sends as its device; users need OPERATOR or above.
+   */
+  sendAgentMessage: {
+    message: {
+      id: string;
+      /** Position in the recipient's inbox, starting at 1, without gaps. */
+      seq: number;
+      state: AgentMessageState;
+      /** Chosen by the sender of a request; a reply carries the request's. */
+      correlationId: string | null;
+      createdAt: DateTime;
+      /** When a message still QUEUED reads EXPIRED; null: never. */
+      expiresAt: DateTime | null;
+      from: {
+        kind: AgentAddressKind;
+        /** The device's id when kind is DEVICE. */
+        deviceId: string | null;
+        /** The user's id when kind is USER. */
+        userId: string | null;
+      };
+      to: {
+        kind: AgentAddressKind;
+        /** The device's id when kind is DEVICE. */
+        deviceId: string | null;
+        /** The user's id when kind is USER. */
+        userId: string | null;
+      };
+      /** The message this one answers (visible to both parties). */
+      replyTo: {
+        id: string;
+      } | null;
+    };
+  };
+};
+
+/** Variables of the query SentAgentMessages. */
+export type SentAgentMessagesVariables = {
+  first?: number | null;
+  after?: string | null;
+  correlationId?: string | null;
+};
+
+/** Result of the query SentAgentMessages. */
+export type SentAgentMessagesData = {
+  /**
+   * Agent messages the caller sent (as its device or as the user), newest first, with their states;
+   * correlationId filters.
+   */
+  sentAgentMessages: {
+    edges: Array<{
+      cursor: string;
+      node: {
+        id: string;
+        /** Position in the recipient's inbox, starting at 1, without gaps. */
+        seq: number;
+        /** Chosen by the sender of a request; a reply carries the request's. */
+        correlationId: string | null;
+        state: AgentMessageState;
+        /** Why the recipient gave up on the message (state FAILED). */
+        failureReason: string | null;
+        createdAt: DateTime;
+        deliveredAt: DateTime | null;
+        readAt: DateTime | null;
+        handledAt: DateTime | null;
+        acknowledgedAt: DateTime | null;
+        failedAt: DateTime | null;
+        to: {
+          kind: AgentAddressKind;
+          /** The device's id when kind is DEVICE. */
+          deviceId: string | null;
+          /** The user's id when kind is USER. */
+          userId: string | null;
+        };
+      };
+    }>;
+    pageInfo: {
+      hasNextPage: boolean;
+      endCursor: string | null;
+    };
+  };
+};
+
+/** A node of SentAgentMessages's connection sentAgentMessages. */
+export type SentAgentMessagesNode = NonNullable<
+  NonNullable<SentAgentMessagesData['sentAgentMessages']['edges']>[number]
+>['node'];
 
 /** Variables of the query ServerCapabilities. */
 export type ServerCapabilitiesVariables = Record<string, never>;

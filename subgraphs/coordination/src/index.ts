@@ -3,10 +3,13 @@
  * live streams (schemas/coordination.graphql). Served in-process by `npm start` or alone by src/main.ts.
  */
 import { schemaFileOf, sendJson, type SubgraphModule } from '@agentgraph/runtime';
+import { createEmergencyResolvers } from './emergency/resolvers.js';
+import { createEmergencyWatch } from './emergency/watch.js';
 import { createDeviceDirectory } from './intents/device-directory.js';
 import { INTENT_JWKS_PATH, ensureIntentKeys, publishedIntentJwks, rotateIntentKey } from './intents/keys.js';
 import { createIntentResolvers } from './intents/resolvers.js';
 import { startIntentSweeper } from './intents/sweeper.js';
+import { coordinationMigrations } from './migrations.js';
 import { resolvers as roomResolvers } from './resolvers.js';
 
 export interface CoordinationOptions {
@@ -18,6 +21,8 @@ export interface CoordinationOptions {
   sweepIntervalMs?: number;
   /** Age at which the active intent key is replaced by the pending one (seconds, default 30 days). */
   keyRotationSeconds?: number;
+  /** How often each server re-reads the emergency stops without a notification (ms, default 5000). */
+  emergencyRefreshMs?: number;
 }
 
 /** How often the key maintenance looks at the keys. */
@@ -29,20 +34,19 @@ export function createCoordinationSubgraph(opts: CoordinationOptions = {}): Subg
     now,
     devices: createDeviceDirectory({ fetch: opts.fetch, now: () => now().getTime() }),
   });
+  const emergency = createEmergencyResolvers({ now });
   return {
     name: 'coordination',
     schemaFile: schemaFileOf('coordination'),
     resolvers: {
       ...roomResolvers,
       ...intents,
-      Query: { ...roomResolvers.Query, ...intents.Query },
-      Mutation: { ...roomResolvers.Mutation, ...intents.Mutation },
+      ...emergency,
+      Query: { ...roomResolvers.Query, ...intents.Query, ...emergency.Query },
+      Mutation: { ...roomResolvers.Mutation, ...intents.Mutation, ...emergency.Mutation },
       Subscription: { ...roomResolvers.Subscription, ...intents.Subscription },
     },
-    migrations: {
-      namespace: 'coordination',
-      dir: new URL('../migrations', import.meta.url).pathname,
-    },
+    migrations: coordinationMigrations,
     routes: ({ db }) => ({
       // Desktops fetch the intent keys from coordination's origin (the gateway does not proxy this path).
       [INTENT_JWKS_PATH]: async (req, res) => {
@@ -59,6 +63,8 @@ export function createCoordinationSubgraph(opts: CoordinationOptions = {}): Subg
         );
       },
     }),
+    // The emergency stop ends this server's open streams of a stopped tenant (or all, for the global stop).
+    streamStop: ({ db, log }) => createEmergencyWatch({ db, log, refreshMs: opts.emergencyRefreshMs }),
     background: ({ db, log }) => {
       const stopSweeper =
         opts.sweepIntervalMs === 0
@@ -92,4 +98,9 @@ export type { IntentEventModel, IntentModel } from './intents/models.js';
 export { INTENT_JWKS_PATH, ensureIntentKeys, publishedIntentJwks, rotateIntentKey } from './intents/keys.js';
 export { INTENT_TYP, REPORT_TYP, intentIssuer } from './intents/jws.js';
 export { TRANSITIONS, checkTransition, type IntentState } from './intents/machine.js';
-export { sweepIntents, type SweepResult } from './intents/sweeper.js';
+export { purgeIntentBookkeeping, sweepIntents, type SweepResult } from './intents/sweeper.js';
+export { EMERGENCY_CHANNEL, createEmergencyWatch } from './emergency/watch.js';
+export { engageStop, liftStop } from './emergency/store.js';
+export { coordinationMigrations } from './migrations.js';
+export { runOperatorCli } from './operator-cli.js';
+export { takeRateToken } from './limits/rate-limiter.js';

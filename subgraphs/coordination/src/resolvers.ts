@@ -29,6 +29,8 @@ import {
   roomsPage,
 } from './store.js';
 import { roomMessageStream } from './stream.js';
+import { agentMessageResolvers as agentMessages } from './messages/resolvers.js';
+import { takeRateToken } from './limits/rate-limiter.js';
 
 const DEFAULT_PAGE_SIZE = 20;
 
@@ -76,8 +78,11 @@ function seqKey(key: SortKey, argument: string): number {
 
 export const resolvers: Resolvers = {
   DateTime: DateTimeScalar,
+  AgentMessage: agentMessages.AgentMessage,
+  AgentAddress: agentMessages.AgentAddress,
 
   Query: {
+    ...agentMessages.Query,
     async room(_parent, args, ctx) {
       requireAuth(ctx.auth);
       const id = parseArg(Id, args.id, 'id');
@@ -102,6 +107,7 @@ export const resolvers: Resolvers = {
   },
 
   Mutation: {
+    ...agentMessages.Mutation,
     async createRoom(_parent, args, ctx) {
       const auth = requireAuth(ctx.auth);
       requireWriter(auth, 'create rooms');
@@ -116,6 +122,7 @@ export const resolvers: Resolvers = {
       requireWriter(auth, 'post messages');
       const roomId = parseArg(Id, args.roomId, 'roomId');
       const body = parseArg(MessageBody, args.input.body, 'input.body');
+      await takeRateToken(ctx.db, ctx.config, auth, 'post', new Date());
       return idempotentMutation(
         ctx,
         'Mutation.postMessage',
@@ -130,6 +137,7 @@ export const resolvers: Resolvers = {
   },
 
   Subscription: {
+    ...agentMessages.Subscription,
     roomMessages: {
       // Checks run here, before the stream starts, so a refusal reaches the client as a coded GraphQL error.
       async subscribe(_parent, args, ctx) {

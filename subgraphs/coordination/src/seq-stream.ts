@@ -11,7 +11,8 @@
  *  - a notification only marks the stream dirty; the stream then reads `seq > lastYielded` in pages. A missed or
  *    coalesced notification loses nothing, a lost listener connection triggers the same re-read (onReconnect),
  *    and reading past the last yielded seq cannot yield a seq twice;
- *  - notifications wait in one dirty flag, not a queue: memory per subscriber is constant.
+ *  - notifications wait in one dirty flag, not a queue: memory per subscriber is constant;
+ *  - one LISTEN per channel per process (notification-hub.ts) routes each notification to the streams of its key.
  * The stream ends when `signal` aborts, the consumer returns, or `isLast` says so, and always unlistens.
  */
 import {
@@ -21,6 +22,7 @@ import {
   type Logger,
   type Queryable,
 } from '@agentgraph/runtime';
+import { subscribeNotifications, type ChannelRouter, type HubSubscriber } from './notification-hub.js';
 
 /** Rows read per round trip while catching up. */
 export const STREAM_PAGE_SIZE = 100;
@@ -32,8 +34,9 @@ export interface SequencedStreamOptions<T> {
   signal: AbortSignal;
   /** NOTIFY channel to listen on. */
   channel: string;
-  /** Whether a notification's payload may concern this stream (a cheap filter; the read decides). */
-  concerns(payload: string): boolean;
+  /** The channel's routing (the same function for every stream of the channel) and this stream's key. */
+  router: ChannelRouter;
+  routeKey: string;
   /** Items with seq > after, in seq order, at most `limit`, read in the caller's tenant transaction. */
   read(tx: Queryable, after: number, limit: number): Promise<T[]>;
   seqOf(item: T): number;
@@ -62,19 +65,19 @@ export async function* sequencedStream<T>(
     wake = null;
     w?.();
   };
-  const onNotify = (payload: string) => {
-    if (opts.concerns(payload)) poke();
-  };
-  const onReconnect = () => {
-    log.info('stream listener reconnected; re-reading', logFields);
-    poke();
+  const subscriber: HubSubscriber = {
+    poke,
+    reconnected: () => {
+      log.info('stream listener reconnected; re-reading', logFields);
+      poke();
+    },
   };
 
   signal.addEventListener('abort', poke);
   // Listen first: from here on no commit can slip between the backlog read and the live phase.
   let unlisten: (() => Promise<void>) | null = null;
   try {
-    unlisten = await db.listen(opts.channel, onNotify, onReconnect);
+    unlisten = await subscribeNotifications(db, opts.channel, opts.router, opts.routeKey, subscriber);
     let last = opts.afterSeq;
     while (!signal.aborted) {
       if (!dirty) {
@@ -112,15 +115,5 @@ export async function* sequencedStream<T>(
         log.warn('stream could not unlisten', { ...logFields, error: err }),
       );
     }
-  }
-}
-
-/** Parses a JSON notification payload into an object, or null. */
-export function parsePayload(payload: string): Record<string, unknown> | null {
-  try {
-    const v: unknown = JSON.parse(payload);
-    return typeof v === 'object' && v !== null ? (v as Record<string, unknown>) : null;
-  } catch {
-    return null;
   }
 }

@@ -6,7 +6,8 @@
  */
 import type { AuthContext, Database, Logger } from '@agentgraph/runtime';
 import type { MessageModel } from './models.js';
-import { sequencedStream, parsePayload } from './seq-stream.js';
+import type { ChannelRouter } from './notification-hub.js';
+import { sequencedStream } from './seq-stream.js';
 import { MESSAGES_CHANNEL, messagesAfter } from './store.js';
 
 export { STREAM_PAGE_SIZE } from './seq-stream.js';
@@ -22,15 +23,16 @@ export interface RoomStreamOptions {
   pageSize?: number;
 }
 
+/** Room notifications ({tenantId, roomId, seq}) go to the streams of that room. */
+const roomRouter: ChannelRouter = (n) => [`${String(n['tenantId'])}:${String(n['roomId'])}`];
+
 export function roomMessageStream(opts: RoomStreamOptions): AsyncGenerator<MessageModel, void, undefined> {
   const { auth, roomId } = opts;
   return sequencedStream<MessageModel>({
     ...opts,
     channel: MESSAGES_CHANNEL,
-    concerns: (payload) => {
-      const n = parsePayload(payload);
-      return n !== null && n['tenantId'] === auth.tenantId && n['roomId'] === roomId;
-    },
+    router: roomRouter,
+    routeKey: `${auth.tenantId}:${roomId}`,
     read: (tx, after, limit) => messagesAfter(tx, roomId, after, limit),
     seqOf: (m) => m.seq,
     logFields: { roomId },

@@ -15,12 +15,13 @@ import {
 } from '@agentgraph/runtime';
 import { createLocalJWKSet, exportJWK, generateKeyPair, SignJWT } from 'jose';
 import { provisionTestDatabase } from '../../../test/src/database.js';
-import { coordinationSubgraph } from '../src/index.js';
+import { EMERGENCY_CHANNEL, coordinationSubgraph } from '../src/index.js';
 
 const ISSUER = 'https://identity.test';
 const AUDIENCE = 'agentgraph';
 
-export type Role = 'OWNER' | 'ADMIN' | 'OPERATOR' | 'VIEWER';
+export type { Role } from '@agentgraph/runtime';
+import type { Role } from '@agentgraph/runtime';
 
 export interface Caller {
   tenantId: string;
@@ -83,13 +84,15 @@ export async function startHarness(): Promise<Harness> {
   );
   const { db, handle } = await openDatabase(config, [coordinationSubgraph.migrations]);
 
-  // Count listeners so tests can await their release instead of sleeping.
+  // Count the streams' listeners so tests can await their release instead of sleeping (the server's own
+  // emergency-stop listener lives as long as the server and is not counted).
   let listeners = 0;
   const listenerChanges = new EventEmitter();
   const counted: Database = {
     ...db,
     async listen(channel, onNotify, onReconnect) {
       const unlisten = await db.listen(channel, onNotify, onReconnect);
+      if (channel === EMERGENCY_CHANNEL) return unlisten;
       listeners++;
       listenerChanges.emit('change');
       let done = false;

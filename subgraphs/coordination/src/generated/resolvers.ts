@@ -3,6 +3,8 @@
 import type { GraphQLResolveInfo, GraphQLScalarType, GraphQLScalarTypeConfig } from 'graphql';
 import type { RoomModel, MessageModel } from '../models.js';
 import type { IntentModel, IntentEventModel } from '../intents/models.js';
+import type { AgentMessageModel, AgentAddressModel } from '../messages/models.js';
+import type { EmergencyStatusModel, EmergencyEventModel } from '../emergency/models.js';
 import type { SubgraphContext } from '@agentgraph/runtime';
 export type Maybe<T> = T | null;
 export type InputMaybe<T> = T | null | undefined;
@@ -47,6 +49,17 @@ export type Query = {
    * proxies that end streams (poll it with the last seq handled). A device token may read only its own device.
    */
   deviceIntents: IntentConnection;
+  /**
+   * The caller's agent inbox (a device token reads its device's inbox, a user token the user's), oldest first by seq;
+   * state filters by the state as read now (e.g. QUEUED for messages not yet confirmed delivered).
+   */
+  agentInbox: AgentInboxConnection;
+  /** Agent messages the caller sent (as its device or as the user), newest first, with their states; correlationId filters. */
+  sentAgentMessages: AgentMessageConnection;
+  /** An agent message the caller sent or received (null otherwise). */
+  agentMessage: Maybe<AgentMessage>;
+  /** The emergency stop as it applies to the caller's tenant: the tenant's own and the deployment-wide one. */
+  emergencyStop: EmergencyStopStatus;
 };
 
 
@@ -72,6 +85,25 @@ export type QueryDeviceIntentsArgs = {
   first?: InputMaybe<Scalars['Int']['input']>;
 };
 
+
+export type QueryAgentInboxArgs = {
+  first?: InputMaybe<Scalars['Int']['input']>;
+  after?: InputMaybe<Scalars['String']['input']>;
+  state?: InputMaybe<AgentMessageState>;
+};
+
+
+export type QuerySentAgentMessagesArgs = {
+  first?: InputMaybe<Scalars['Int']['input']>;
+  after?: InputMaybe<Scalars['String']['input']>;
+  correlationId?: InputMaybe<Scalars['String']['input']>;
+};
+
+
+export type QueryAgentMessageArgs = {
+  id: Scalars['ID']['input'];
+};
+
 export type Mutation = {
   __typename?: 'Mutation';
   createRoom: CreateRoomPayload;
@@ -91,6 +123,27 @@ export type Mutation = {
    * (intent id), state, reason (optional). Only the intent's device may report, with its own access token.
    */
   reportIntentState: ReportIntentStatePayload;
+  /**
+   * Send a message to one agent address: an enrolled device of your tenant, or a user (to), or as the answer to a
+   * message you received (replyTo: it goes to that message's sender with the same correlationId). It gets the next
+   * seq of the recipient's inbox and starts QUEUED. A device token sends as its device; users need OPERATOR or above.
+   */
+  sendAgentMessage: SendAgentMessagePayload;
+  /**
+   * The recipient records progress on a message of its inbox: DELIVERED, READ, HANDLED, ACKNOWLEDGED (forward only,
+   * skipping allowed) or FAILED with a reason (a poison message). ACKNOWLEDGED and FAILED are final and let the
+   * inbox's server-side cursor move past the message. A move backwards or from a final state is VERSION_CONFLICT
+   * with extensions.state (the current state).
+   */
+  acknowledgeAgentMessage: AcknowledgeAgentMessagePayload;
+  /**
+   * Engage the tenant's emergency stop (ADMIN or OWNER, with a user's own token): within a second every open stream
+   * of the tenant ends with EMERGENCY_STOP, and new streams and intents are refused until it is lifted. Audited.
+   * Engaging it while it is engaged changes nothing (the first reason stays).
+   */
+  engageEmergencyStop: EmergencyStopPayload;
+  /** Lift the tenant's emergency stop (ADMIN or OWNER). Audited. The deployment-wide stop is lifted by operators only. */
+  liftEmergencyStop: EmergencyStopPayload;
 };
 
 
@@ -124,6 +177,31 @@ export type MutationReportIntentStateArgs = {
   idempotencyKey: Scalars['ID']['input'];
 };
 
+
+export type MutationSendAgentMessageArgs = {
+  input: SendAgentMessageInput;
+  idempotencyKey: Scalars['ID']['input'];
+};
+
+
+export type MutationAcknowledgeAgentMessageArgs = {
+  id: Scalars['ID']['input'];
+  state: AgentMessageState;
+  reason?: InputMaybe<Scalars['String']['input']>;
+  idempotencyKey: Scalars['ID']['input'];
+};
+
+
+export type MutationEngageEmergencyStopArgs = {
+  reason: Scalars['String']['input'];
+  idempotencyKey: Scalars['ID']['input'];
+};
+
+
+export type MutationLiftEmergencyStopArgs = {
+  idempotencyKey: Scalars['ID']['input'];
+};
+
 export type Subscription = {
   __typename?: 'Subscription';
   /**
@@ -138,6 +216,13 @@ export type Subscription = {
   deviceIntents: Intent;
   /** Every state change of one intent (users of its tenant), from its creation on, then live. */
   intentUpdates: IntentStateChange;
+  /**
+   * The caller's agent inbox, live (device token: its device's inbox; user token: the user's): messages after
+   * afterSeq in seq order, then new ones, with no gap and no duplicate. Messages that are final when read
+   * (ACKNOWLEDGED, FAILED, EXPIRED) are skipped. Without afterSeq it starts at the inbox's server-side cursor, so a
+   * reconnect redelivers exactly the messages not yet acknowledged or failed.
+   */
+  agentMessages: AgentMessage;
 };
 
 
@@ -154,6 +239,11 @@ export type SubscriptionDeviceIntentsArgs = {
 
 export type SubscriptionIntentUpdatesArgs = {
   intentId: Scalars['ID']['input'];
+};
+
+
+export type SubscriptionAgentMessagesArgs = {
+  afterSeq?: InputMaybe<Scalars['Int']['input']>;
 };
 
 export type Room = {
@@ -248,6 +338,85 @@ export type IntentStateChange = {
   /** Who made the change: a user id, device:<id> for a device report, or system for the server. */
   actor: Scalars['String']['output'];
   reason: Maybe<Scalars['String']['output']>;
+  /** Where the change came from (ADMIN and OWNER only; null for others and for the server's own changes). */
+  origin: Maybe<RequestOrigin>;
+};
+
+/** Where a request came from, as the gateway saw it (audit records; informational, not proof). */
+export type RequestOrigin = {
+  __typename?: 'RequestOrigin';
+  /** The client's address as the first hop we run saw it. */
+  ip: Maybe<Scalars['String']['output']>;
+  /** The X-Forwarded-For chain as received (addresses the client and proxies claimed). */
+  forwardedFor: Maybe<Scalars['String']['output']>;
+  userAgent: Maybe<Scalars['String']['output']>;
+  /** The OAuth client the token was issued to. */
+  clientId: Maybe<Scalars['String']['output']>;
+  /** The device whose token made the request. */
+  deviceId: Maybe<Scalars['ID']['output']>;
+  correlationId: Maybe<Scalars['String']['output']>;
+};
+
+export type EmergencyStopScope =
+  /** One tenant, engaged and lifted by its admins. */
+  | 'TENANT'
+  /** The whole deployment, engaged and lifted by operators (npm run coordination-admin). */
+  | 'GLOBAL';
+
+export type EmergencyStop = {
+  __typename?: 'EmergencyStop';
+  scope: EmergencyStopScope;
+  reason: Scalars['String']['output'];
+  engagedAt: Scalars['DateTime']['output'];
+  /** Who engaged it: a user id, or operator:<name> for the deployment-wide stop. */
+  engagedBy: Scalars['String']['output'];
+};
+
+export type EmergencyStopStatus = {
+  __typename?: 'EmergencyStopStatus';
+  /** True when the tenant's or the deployment-wide stop is engaged. */
+  engaged: Scalars['Boolean']['output'];
+  tenant: Maybe<EmergencyStop>;
+  global: Maybe<EmergencyStop>;
+  /** Every engage and lift that concerned the tenant, newest first (ADMIN and OWNER only). */
+  events: EmergencyStopEventConnection;
+};
+
+
+export type EmergencyStopStatusEventsArgs = {
+  first?: InputMaybe<Scalars['Int']['input']>;
+  after?: InputMaybe<Scalars['String']['input']>;
+};
+
+export type EmergencyStopAction =
+  | 'ENGAGED'
+  | 'LIFTED';
+
+export type EmergencyStopEvent = {
+  __typename?: 'EmergencyStopEvent';
+  action: EmergencyStopAction;
+  scope: EmergencyStopScope;
+  actor: Scalars['String']['output'];
+  at: Scalars['DateTime']['output'];
+  reason: Maybe<Scalars['String']['output']>;
+  origin: Maybe<RequestOrigin>;
+};
+
+export type EmergencyStopEventConnection = {
+  __typename?: 'EmergencyStopEventConnection';
+  edges: Array<EmergencyStopEventEdge>;
+  pageInfo: PageInfo;
+};
+
+export type EmergencyStopEventEdge = {
+  __typename?: 'EmergencyStopEventEdge';
+  cursor: Scalars['String']['output'];
+  node: EmergencyStopEvent;
+};
+
+export type EmergencyStopPayload = {
+  __typename?: 'EmergencyStopPayload';
+  status: EmergencyStopStatus;
 };
 
 export type IntentConnection = {
@@ -343,6 +512,120 @@ export type PostMessagePayload = {
   message: Message;
 };
 
+/** Who owns an agent inbox or sent a message. */
+export type AgentAddressKind =
+  | 'DEVICE'
+  | 'USER';
+
+/** An agent address: an enrolled device of the tenant (agents live on devices) or a user. Exactly one id is set. */
+export type AgentAddress = {
+  __typename?: 'AgentAddress';
+  kind: AgentAddressKind;
+  /** The device's id when kind is DEVICE. */
+  deviceId: Maybe<Scalars['ID']['output']>;
+  /** The user's id when kind is USER. */
+  userId: Maybe<Scalars['ID']['output']>;
+  /** The device, when kind is DEVICE. */
+  device: Maybe<Device>;
+  /** The user, when kind is USER. */
+  user: Maybe<User>;
+};
+
+/** Where an agent message goes: exactly one of deviceId (an enrolled device of your tenant) or userId. */
+export type AgentAddressInput = {
+  deviceId?: InputMaybe<Scalars['ID']['input']>;
+  userId?: InputMaybe<Scalars['ID']['input']>;
+};
+
+/**
+ * Where a message is in its recipient's hands. Forward only: QUEUED, DELIVERED, READ, HANDLED, ACKNOWLEDGED; FAILED
+ * from any open state (a poison message). EXPIRED: still QUEUED at its expiry time (never stored, read by the clock).
+ */
+export type AgentMessageState =
+  | 'QUEUED'
+  | 'DELIVERED'
+  | 'READ'
+  | 'HANDLED'
+  | 'ACKNOWLEDGED'
+  | 'FAILED'
+  | 'EXPIRED';
+
+/** A message from one agent address to another. */
+export type AgentMessage = {
+  __typename?: 'AgentMessage';
+  id: Scalars['ID']['output'];
+  from: AgentAddress;
+  to: AgentAddress;
+  /** Position in the recipient's inbox, starting at 1, without gaps. */
+  seq: Scalars['Int']['output'];
+  body: Scalars['String']['output'];
+  /** The body's media type, e.g. text/plain (the default) or application/json. */
+  contentType: Scalars['String']['output'];
+  /** Chosen by the sender of a request; a reply carries the request's. */
+  correlationId: Maybe<Scalars['String']['output']>;
+  /** The message this one answers (visible to both parties). */
+  replyTo: Maybe<AgentMessage>;
+  state: AgentMessageState;
+  /** Why the recipient gave up on the message (state FAILED). */
+  failureReason: Maybe<Scalars['String']['output']>;
+  createdAt: Scalars['DateTime']['output'];
+  /** When a message still QUEUED reads EXPIRED; null: never. */
+  expiresAt: Maybe<Scalars['DateTime']['output']>;
+  deliveredAt: Maybe<Scalars['DateTime']['output']>;
+  readAt: Maybe<Scalars['DateTime']['output']>;
+  handledAt: Maybe<Scalars['DateTime']['output']>;
+  acknowledgedAt: Maybe<Scalars['DateTime']['output']>;
+  failedAt: Maybe<Scalars['DateTime']['output']>;
+};
+
+export type AgentMessageConnection = {
+  __typename?: 'AgentMessageConnection';
+  edges: Array<AgentMessageEdge>;
+  pageInfo: PageInfo;
+};
+
+export type AgentMessageEdge = {
+  __typename?: 'AgentMessageEdge';
+  cursor: Scalars['String']['output'];
+  node: AgentMessage;
+};
+
+/** A page of an agent inbox, with where the inbox stands. */
+export type AgentInboxConnection = {
+  __typename?: 'AgentInboxConnection';
+  edges: Array<AgentMessageEdge>;
+  pageInfo: PageInfo;
+  /** The inbox's newest seq (0 when empty). */
+  lastSeq: Scalars['Int']['output'];
+  /** The server-side cursor: the highest seq such that every message up to it is ACKNOWLEDGED, FAILED or EXPIRED. */
+  cursorSeq: Scalars['Int']['output'];
+};
+
+export type SendAgentMessageInput = {
+  /** The recipient; may be omitted with replyTo (then it is the replied message's sender). */
+  to?: InputMaybe<AgentAddressInput>;
+  /** At most 16 KB of UTF-8. */
+  body: Scalars['String']['input'];
+  /** The body's media type (default text/plain). */
+  contentType?: InputMaybe<Scalars['String']['input']>;
+  /** Your request id (1-200 characters); a reply gets the replied message's. */
+  correlationId?: InputMaybe<Scalars['String']['input']>;
+  /** A message of your inbox this one answers. */
+  replyTo?: InputMaybe<Scalars['ID']['input']>;
+  /** Seconds the message may stay QUEUED before it reads EXPIRED (10-604800); omitted: it never expires. */
+  expiresInSeconds?: InputMaybe<Scalars['Int']['input']>;
+};
+
+export type SendAgentMessagePayload = {
+  __typename?: 'SendAgentMessagePayload';
+  message: AgentMessage;
+};
+
+export type AcknowledgeAgentMessagePayload = {
+  __typename?: 'AcknowledgeAgentMessagePayload';
+  message: AgentMessage;
+};
+
 
 
 export type ResolverTypeWrapper<T> = Promise<T> | T;
@@ -426,6 +709,7 @@ export type FederationTypes = {
   Room: Room;
   Message: Message;
   Intent: Intent;
+  AgentMessage: AgentMessage;
 };
 
 /** Mapping of federation reference types */
@@ -439,6 +723,9 @@ export type FederationReferenceTypes = {
   Intent:
     ( { __typename: 'Intent' }
     & GraphQLRecursivePick<FederationTypes['Intent'], {"id":true}> );
+  AgentMessage:
+    ( { __typename: 'AgentMessage' }
+    & GraphQLRecursivePick<FederationTypes['AgentMessage'], {"id":true}> );
 };
 
 
@@ -462,6 +749,15 @@ export type ResolversTypes = {
   IntentState: IntentState;
   Intent: ResolverTypeWrapper<IntentModel>;
   IntentStateChange: ResolverTypeWrapper<IntentEventModel>;
+  RequestOrigin: ResolverTypeWrapper<RequestOrigin>;
+  EmergencyStopScope: EmergencyStopScope;
+  EmergencyStop: ResolverTypeWrapper<EmergencyStop>;
+  EmergencyStopStatus: ResolverTypeWrapper<EmergencyStatusModel>;
+  EmergencyStopAction: EmergencyStopAction;
+  EmergencyStopEvent: ResolverTypeWrapper<EmergencyEventModel>;
+  EmergencyStopEventConnection: ResolverTypeWrapper<Omit<EmergencyStopEventConnection, 'edges'> & { edges: Array<ResolversTypes['EmergencyStopEventEdge']> }>;
+  EmergencyStopEventEdge: ResolverTypeWrapper<Omit<EmergencyStopEventEdge, 'node'> & { node: ResolversTypes['EmergencyStopEvent'] }>;
+  EmergencyStopPayload: ResolverTypeWrapper<Omit<EmergencyStopPayload, 'status'> & { status: ResolversTypes['EmergencyStopStatus'] }>;
   IntentConnection: ResolverTypeWrapper<Omit<IntentConnection, 'edges'> & { edges: Array<ResolversTypes['IntentEdge']> }>;
   IntentEdge: ResolverTypeWrapper<Omit<IntentEdge, 'node'> & { node: ResolversTypes['Intent'] }>;
   IntentStateChangeConnection: ResolverTypeWrapper<Omit<IntentStateChangeConnection, 'edges'> & { edges: Array<ResolversTypes['IntentStateChangeEdge']> }>;
@@ -478,6 +774,17 @@ export type ResolversTypes = {
   CreateRoomPayload: ResolverTypeWrapper<Omit<CreateRoomPayload, 'room'> & { room: ResolversTypes['Room'] }>;
   PostMessageInput: PostMessageInput;
   PostMessagePayload: ResolverTypeWrapper<Omit<PostMessagePayload, 'message'> & { message: ResolversTypes['Message'] }>;
+  AgentAddressKind: AgentAddressKind;
+  AgentAddress: ResolverTypeWrapper<AgentAddressModel>;
+  AgentAddressInput: AgentAddressInput;
+  AgentMessageState: AgentMessageState;
+  AgentMessage: ResolverTypeWrapper<AgentMessageModel>;
+  AgentMessageConnection: ResolverTypeWrapper<Omit<AgentMessageConnection, 'edges'> & { edges: Array<ResolversTypes['AgentMessageEdge']> }>;
+  AgentMessageEdge: ResolverTypeWrapper<Omit<AgentMessageEdge, 'node'> & { node: ResolversTypes['AgentMessage'] }>;
+  AgentInboxConnection: ResolverTypeWrapper<Omit<AgentInboxConnection, 'edges'> & { edges: Array<ResolversTypes['AgentMessageEdge']> }>;
+  SendAgentMessageInput: SendAgentMessageInput;
+  SendAgentMessagePayload: ResolverTypeWrapper<Omit<SendAgentMessagePayload, 'message'> & { message: ResolversTypes['AgentMessage'] }>;
+  AcknowledgeAgentMessagePayload: ResolverTypeWrapper<Omit<AcknowledgeAgentMessagePayload, 'message'> & { message: ResolversTypes['AgentMessage'] }>;
 };
 
 /** Mapping between all available schema types and the resolvers parents */
@@ -497,6 +804,13 @@ export type ResolversParentTypes = {
   Device: Device;
   Intent: IntentModel;
   IntentStateChange: IntentEventModel;
+  RequestOrigin: RequestOrigin;
+  EmergencyStop: EmergencyStop;
+  EmergencyStopStatus: EmergencyStatusModel;
+  EmergencyStopEvent: EmergencyEventModel;
+  EmergencyStopEventConnection: Omit<EmergencyStopEventConnection, 'edges'> & { edges: Array<ResolversParentTypes['EmergencyStopEventEdge']> };
+  EmergencyStopEventEdge: Omit<EmergencyStopEventEdge, 'node'> & { node: ResolversParentTypes['EmergencyStopEvent'] };
+  EmergencyStopPayload: Omit<EmergencyStopPayload, 'status'> & { status: ResolversParentTypes['EmergencyStopStatus'] };
   IntentConnection: Omit<IntentConnection, 'edges'> & { edges: Array<ResolversParentTypes['IntentEdge']> };
   IntentEdge: Omit<IntentEdge, 'node'> & { node: ResolversParentTypes['Intent'] };
   IntentStateChangeConnection: Omit<IntentStateChangeConnection, 'edges'> & { edges: Array<ResolversParentTypes['IntentStateChangeEdge']> };
@@ -513,6 +827,15 @@ export type ResolversParentTypes = {
   CreateRoomPayload: Omit<CreateRoomPayload, 'room'> & { room: ResolversParentTypes['Room'] };
   PostMessageInput: PostMessageInput;
   PostMessagePayload: Omit<PostMessagePayload, 'message'> & { message: ResolversParentTypes['Message'] };
+  AgentAddress: AgentAddressModel;
+  AgentAddressInput: AgentAddressInput;
+  AgentMessage: AgentMessageModel;
+  AgentMessageConnection: Omit<AgentMessageConnection, 'edges'> & { edges: Array<ResolversParentTypes['AgentMessageEdge']> };
+  AgentMessageEdge: Omit<AgentMessageEdge, 'node'> & { node: ResolversParentTypes['AgentMessage'] };
+  AgentInboxConnection: Omit<AgentInboxConnection, 'edges'> & { edges: Array<ResolversParentTypes['AgentMessageEdge']> };
+  SendAgentMessageInput: SendAgentMessageInput;
+  SendAgentMessagePayload: Omit<SendAgentMessagePayload, 'message'> & { message: ResolversParentTypes['AgentMessage'] };
+  AcknowledgeAgentMessagePayload: Omit<AcknowledgeAgentMessagePayload, 'message'> & { message: ResolversParentTypes['AgentMessage'] };
 };
 
 export type PrivacyDirectiveArgs = {
@@ -537,6 +860,10 @@ export type QueryResolvers<ContextType = SubgraphContext, ParentType extends Res
   rooms?: Resolver<ResolversTypes['RoomConnection'], ParentType, ContextType, RequireFields<QueryRoomsArgs, 'first'>>;
   intent?: Resolver<Maybe<ResolversTypes['Intent']>, ParentType, ContextType, RequireFields<QueryIntentArgs, 'id'>>;
   deviceIntents?: Resolver<ResolversTypes['IntentConnection'], ParentType, ContextType, RequireFields<QueryDeviceIntentsArgs, 'deviceId' | 'afterSeq' | 'first'>>;
+  agentInbox?: Resolver<ResolversTypes['AgentInboxConnection'], ParentType, ContextType, RequireFields<QueryAgentInboxArgs, 'first'>>;
+  sentAgentMessages?: Resolver<ResolversTypes['AgentMessageConnection'], ParentType, ContextType, RequireFields<QuerySentAgentMessagesArgs, 'first'>>;
+  agentMessage?: Resolver<Maybe<ResolversTypes['AgentMessage']>, ParentType, ContextType, RequireFields<QueryAgentMessageArgs, 'id'>>;
+  emergencyStop?: Resolver<ResolversTypes['EmergencyStopStatus'], ParentType, ContextType>;
 };
 
 export type MutationResolvers<ContextType = SubgraphContext, ParentType extends ResolversParentTypes['Mutation'] = ResolversParentTypes['Mutation']> = {
@@ -545,12 +872,17 @@ export type MutationResolvers<ContextType = SubgraphContext, ParentType extends 
   createIntent?: Resolver<ResolversTypes['CreateIntentPayload'], ParentType, ContextType, RequireFields<MutationCreateIntentArgs, 'input' | 'idempotencyKey'>>;
   cancelIntent?: Resolver<ResolversTypes['CancelIntentPayload'], ParentType, ContextType, RequireFields<MutationCancelIntentArgs, 'id' | 'idempotencyKey'>>;
   reportIntentState?: Resolver<ResolversTypes['ReportIntentStatePayload'], ParentType, ContextType, RequireFields<MutationReportIntentStateArgs, 'report' | 'idempotencyKey'>>;
+  sendAgentMessage?: Resolver<ResolversTypes['SendAgentMessagePayload'], ParentType, ContextType, RequireFields<MutationSendAgentMessageArgs, 'input' | 'idempotencyKey'>>;
+  acknowledgeAgentMessage?: Resolver<ResolversTypes['AcknowledgeAgentMessagePayload'], ParentType, ContextType, RequireFields<MutationAcknowledgeAgentMessageArgs, 'id' | 'state' | 'idempotencyKey'>>;
+  engageEmergencyStop?: Resolver<ResolversTypes['EmergencyStopPayload'], ParentType, ContextType, RequireFields<MutationEngageEmergencyStopArgs, 'reason' | 'idempotencyKey'>>;
+  liftEmergencyStop?: Resolver<ResolversTypes['EmergencyStopPayload'], ParentType, ContextType, RequireFields<MutationLiftEmergencyStopArgs, 'idempotencyKey'>>;
 };
 
 export type SubscriptionResolvers<ContextType = SubgraphContext, ParentType extends ResolversParentTypes['Subscription'] = ResolversParentTypes['Subscription']> = {
   roomMessages?: SubscriptionResolver<ResolversTypes['Message'], "roomMessages", ParentType, ContextType, RequireFields<SubscriptionRoomMessagesArgs, 'roomId'>>;
   deviceIntents?: SubscriptionResolver<ResolversTypes['Intent'], "deviceIntents", ParentType, ContextType, Partial<SubscriptionDeviceIntentsArgs>>;
   intentUpdates?: SubscriptionResolver<ResolversTypes['IntentStateChange'], "intentUpdates", ParentType, ContextType, RequireFields<SubscriptionIntentUpdatesArgs, 'intentId'>>;
+  agentMessages?: SubscriptionResolver<ResolversTypes['AgentMessage'], "agentMessages", ParentType, ContextType, Partial<SubscriptionAgentMessagesArgs>>;
 };
 
 export type RoomResolvers<ContextType = SubgraphContext, ParentType extends ResolversParentTypes['Room'] = ResolversParentTypes['Room'], FederationReferenceType extends FederationReferenceTypes['Room'] = FederationReferenceTypes['Room']> = {
@@ -603,6 +935,53 @@ export type IntentStateChangeResolvers<ContextType = SubgraphContext, ParentType
   at?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;
   actor?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
   reason?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
+  origin?: Resolver<Maybe<ResolversTypes['RequestOrigin']>, ParentType, ContextType>;
+};
+
+export type RequestOriginResolvers<ContextType = SubgraphContext, ParentType extends ResolversParentTypes['RequestOrigin'] = ResolversParentTypes['RequestOrigin']> = {
+  ip?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
+  forwardedFor?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
+  userAgent?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
+  clientId?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
+  deviceId?: Resolver<Maybe<ResolversTypes['ID']>, ParentType, ContextType>;
+  correlationId?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
+};
+
+export type EmergencyStopResolvers<ContextType = SubgraphContext, ParentType extends ResolversParentTypes['EmergencyStop'] = ResolversParentTypes['EmergencyStop']> = {
+  scope?: Resolver<ResolversTypes['EmergencyStopScope'], ParentType, ContextType>;
+  reason?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  engagedAt?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;
+  engagedBy?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+};
+
+export type EmergencyStopStatusResolvers<ContextType = SubgraphContext, ParentType extends ResolversParentTypes['EmergencyStopStatus'] = ResolversParentTypes['EmergencyStopStatus']> = {
+  engaged?: Resolver<ResolversTypes['Boolean'], ParentType, ContextType>;
+  tenant?: Resolver<Maybe<ResolversTypes['EmergencyStop']>, ParentType, ContextType>;
+  global?: Resolver<Maybe<ResolversTypes['EmergencyStop']>, ParentType, ContextType>;
+  events?: Resolver<ResolversTypes['EmergencyStopEventConnection'], ParentType, ContextType, RequireFields<EmergencyStopStatusEventsArgs, 'first'>>;
+};
+
+export type EmergencyStopEventResolvers<ContextType = SubgraphContext, ParentType extends ResolversParentTypes['EmergencyStopEvent'] = ResolversParentTypes['EmergencyStopEvent']> = {
+  action?: Resolver<ResolversTypes['EmergencyStopAction'], ParentType, ContextType>;
+  scope?: Resolver<ResolversTypes['EmergencyStopScope'], ParentType, ContextType>;
+  actor?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  at?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;
+  reason?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
+  origin?: Resolver<Maybe<ResolversTypes['RequestOrigin']>, ParentType, ContextType>;
+};
+
+export type EmergencyStopEventConnectionResolvers<ContextType = SubgraphContext, ParentType extends ResolversParentTypes['EmergencyStopEventConnection'] = ResolversParentTypes['EmergencyStopEventConnection']> = {
+  edges?: Resolver<Array<ResolversTypes['EmergencyStopEventEdge']>, ParentType, ContextType>;
+  pageInfo?: Resolver<ResolversTypes['PageInfo'], ParentType, ContextType>;
+};
+
+export type EmergencyStopEventEdgeResolvers<ContextType = SubgraphContext, ParentType extends ResolversParentTypes['EmergencyStopEventEdge'] = ResolversParentTypes['EmergencyStopEventEdge']> = {
+  cursor?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  node?: Resolver<ResolversTypes['EmergencyStopEvent'], ParentType, ContextType>;
+};
+
+export type EmergencyStopPayloadResolvers<ContextType = SubgraphContext, ParentType extends ResolversParentTypes['EmergencyStopPayload'] = ResolversParentTypes['EmergencyStopPayload']> = {
+  status?: Resolver<ResolversTypes['EmergencyStopStatus'], ParentType, ContextType>;
 };
 
 export type IntentConnectionResolvers<ContextType = SubgraphContext, ParentType extends ResolversParentTypes['IntentConnection'] = ResolversParentTypes['IntentConnection']> = {
@@ -665,6 +1044,60 @@ export type PostMessagePayloadResolvers<ContextType = SubgraphContext, ParentTyp
   message?: Resolver<ResolversTypes['Message'], ParentType, ContextType>;
 };
 
+export type AgentAddressResolvers<ContextType = SubgraphContext, ParentType extends ResolversParentTypes['AgentAddress'] = ResolversParentTypes['AgentAddress']> = {
+  kind?: Resolver<ResolversTypes['AgentAddressKind'], ParentType, ContextType>;
+  deviceId?: Resolver<Maybe<ResolversTypes['ID']>, ParentType, ContextType>;
+  userId?: Resolver<Maybe<ResolversTypes['ID']>, ParentType, ContextType>;
+  device?: Resolver<Maybe<ResolversTypes['Device']>, ParentType, ContextType>;
+  user?: Resolver<Maybe<ResolversTypes['User']>, ParentType, ContextType>;
+};
+
+export type AgentMessageResolvers<ContextType = SubgraphContext, ParentType extends ResolversParentTypes['AgentMessage'] = ResolversParentTypes['AgentMessage'], FederationReferenceType extends FederationReferenceTypes['AgentMessage'] = FederationReferenceTypes['AgentMessage']> = {
+  __resolveReference?: ReferenceResolver<Maybe<ResolversTypes['AgentMessage']> | FederationReferenceType, FederationReferenceType, ContextType>;
+  id?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
+  from?: Resolver<ResolversTypes['AgentAddress'], ParentType, ContextType>;
+  to?: Resolver<ResolversTypes['AgentAddress'], ParentType, ContextType>;
+  seq?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
+  body?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  contentType?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  correlationId?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
+  replyTo?: Resolver<Maybe<ResolversTypes['AgentMessage']>, ParentType, ContextType>;
+  state?: Resolver<ResolversTypes['AgentMessageState'], ParentType, ContextType>;
+  failureReason?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
+  createdAt?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;
+  expiresAt?: Resolver<Maybe<ResolversTypes['DateTime']>, ParentType, ContextType>;
+  deliveredAt?: Resolver<Maybe<ResolversTypes['DateTime']>, ParentType, ContextType>;
+  readAt?: Resolver<Maybe<ResolversTypes['DateTime']>, ParentType, ContextType>;
+  handledAt?: Resolver<Maybe<ResolversTypes['DateTime']>, ParentType, ContextType>;
+  acknowledgedAt?: Resolver<Maybe<ResolversTypes['DateTime']>, ParentType, ContextType>;
+  failedAt?: Resolver<Maybe<ResolversTypes['DateTime']>, ParentType, ContextType>;
+};
+
+export type AgentMessageConnectionResolvers<ContextType = SubgraphContext, ParentType extends ResolversParentTypes['AgentMessageConnection'] = ResolversParentTypes['AgentMessageConnection']> = {
+  edges?: Resolver<Array<ResolversTypes['AgentMessageEdge']>, ParentType, ContextType>;
+  pageInfo?: Resolver<ResolversTypes['PageInfo'], ParentType, ContextType>;
+};
+
+export type AgentMessageEdgeResolvers<ContextType = SubgraphContext, ParentType extends ResolversParentTypes['AgentMessageEdge'] = ResolversParentTypes['AgentMessageEdge']> = {
+  cursor?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  node?: Resolver<ResolversTypes['AgentMessage'], ParentType, ContextType>;
+};
+
+export type AgentInboxConnectionResolvers<ContextType = SubgraphContext, ParentType extends ResolversParentTypes['AgentInboxConnection'] = ResolversParentTypes['AgentInboxConnection']> = {
+  edges?: Resolver<Array<ResolversTypes['AgentMessageEdge']>, ParentType, ContextType>;
+  pageInfo?: Resolver<ResolversTypes['PageInfo'], ParentType, ContextType>;
+  lastSeq?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
+  cursorSeq?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
+};
+
+export type SendAgentMessagePayloadResolvers<ContextType = SubgraphContext, ParentType extends ResolversParentTypes['SendAgentMessagePayload'] = ResolversParentTypes['SendAgentMessagePayload']> = {
+  message?: Resolver<ResolversTypes['AgentMessage'], ParentType, ContextType>;
+};
+
+export type AcknowledgeAgentMessagePayloadResolvers<ContextType = SubgraphContext, ParentType extends ResolversParentTypes['AcknowledgeAgentMessagePayload'] = ResolversParentTypes['AcknowledgeAgentMessagePayload']> = {
+  message?: Resolver<ResolversTypes['AgentMessage'], ParentType, ContextType>;
+};
+
 export type Resolvers<ContextType = SubgraphContext> = {
   DateTime?: GraphQLScalarType;
   PageInfo?: PageInfoResolvers<ContextType>;
@@ -677,6 +1110,13 @@ export type Resolvers<ContextType = SubgraphContext> = {
   Device?: DeviceResolvers<ContextType>;
   Intent?: IntentResolvers<ContextType>;
   IntentStateChange?: IntentStateChangeResolvers<ContextType>;
+  RequestOrigin?: RequestOriginResolvers<ContextType>;
+  EmergencyStop?: EmergencyStopResolvers<ContextType>;
+  EmergencyStopStatus?: EmergencyStopStatusResolvers<ContextType>;
+  EmergencyStopEvent?: EmergencyStopEventResolvers<ContextType>;
+  EmergencyStopEventConnection?: EmergencyStopEventConnectionResolvers<ContextType>;
+  EmergencyStopEventEdge?: EmergencyStopEventEdgeResolvers<ContextType>;
+  EmergencyStopPayload?: EmergencyStopPayloadResolvers<ContextType>;
   IntentConnection?: IntentConnectionResolvers<ContextType>;
   IntentEdge?: IntentEdgeResolvers<ContextType>;
   IntentStateChangeConnection?: IntentStateChangeConnectionResolvers<ContextType>;
@@ -690,6 +1130,13 @@ export type Resolvers<ContextType = SubgraphContext> = {
   MessageEdge?: MessageEdgeResolvers<ContextType>;
   CreateRoomPayload?: CreateRoomPayloadResolvers<ContextType>;
   PostMessagePayload?: PostMessagePayloadResolvers<ContextType>;
+  AgentAddress?: AgentAddressResolvers<ContextType>;
+  AgentMessage?: AgentMessageResolvers<ContextType>;
+  AgentMessageConnection?: AgentMessageConnectionResolvers<ContextType>;
+  AgentMessageEdge?: AgentMessageEdgeResolvers<ContextType>;
+  AgentInboxConnection?: AgentInboxConnectionResolvers<ContextType>;
+  SendAgentMessagePayload?: SendAgentMessagePayloadResolvers<ContextType>;
+  AcknowledgeAgentMessagePayload?: AcknowledgeAgentMessagePayloadResolvers<ContextType>;
 };
 
 export type DirectiveResolvers<ContextType = SubgraphContext> = {

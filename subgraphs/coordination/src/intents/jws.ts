@@ -18,8 +18,8 @@ export const REPORT_TYP = 'intent-report+jwt';
 export const REPORT_MAX_SKEW_SEC = 60;
 
 /** `iss` of intents (and `aud` of reports): coordination's own origin, where its intent JWKS is served. */
-export function intentIssuer(config: Pick<Config, 'subgraphUrls'>): string {
-  return new URL(config.subgraphUrls.coordination).origin;
+export function intentIssuer(config: Pick<Config, 'subgraphUrls' | 'intentIssuer'>): string {
+  return config.intentIssuer ?? new URL(config.subgraphUrls.coordination).origin;
 }
 
 export interface IntentClaimsInput {

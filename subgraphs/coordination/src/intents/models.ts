@@ -3,6 +3,7 @@
  * JSON (dates as ISO strings): mutation payloads are stored as the idempotent replay.
  */
 import type { IntentState } from './machine.js';
+import type { AuditOrigin } from '../emergency/models.js';
 
 export interface IntentModel {
   id: string;
@@ -31,6 +32,8 @@ export interface IntentEventModel {
   at: string;
   actor: string;
   reason: string | null;
+  /** Where the change came from (audit; resolved for ADMIN and OWNER only). Empty for the sweeper's. */
+  origin: AuditOrigin;
 }
 
 export interface IntentRow {
@@ -57,12 +60,13 @@ export interface IntentEventRow {
   at: Date | string;
   actor: string;
   reason: string | null;
+  origin: AuditOrigin | string | null;
 }
 
 export const INTENT_COLUMNS =
   'tenant_id, id, device_id, requester, action, params, state, seq, version, created_at, expires_at, ' +
   'execution_timeout_seconds, execution_deadline, jws';
-export const EVENT_COLUMNS = 'intent_id, n, state, at, actor, reason';
+export const EVENT_COLUMNS = 'intent_id, n, state, at, actor, reason, origin';
 
 function iso(value: Date | string): string {
   return (value instanceof Date ? value : new Date(value)).toISOString();
@@ -95,5 +99,6 @@ export function toIntentEvent(row: IntentEventRow): IntentEventModel {
     at: iso(row.at),
     actor: row.actor,
     reason: row.reason,
+    origin: (typeof row.origin === 'string' ? JSON.parse(row.origin) : row.origin) ?? {},
   };
 }

@@ -10,16 +10,22 @@ import {
   notFound,
   pageRequest,
   requireAuth,
+  roleCovers,
   tenantRead,
   toConnection,
   type AuthContext,
   type SortKey,
   type SubgraphContext,
 } from '@agentgraph/runtime';
+import { auditOriginOf, requestOriginOf } from '../audit-origin.js';
+import { isStopped } from '../emergency/store.js';
+import { emergencyStopError } from '../emergency/watch.js';
 import type { Resolvers } from '../generated/resolvers.js';
+import { takeRateToken } from '../limits/rate-limiter.js';
 import { parseArg } from '../input.js';
 import { userRef } from '../models.js';
-import { parsePayload, sequencedStream } from '../seq-stream.js';
+import type { ChannelRouter } from '../notification-hub.js';
+import { sequencedStream } from '../seq-stream.js';
 import type { DeviceDirectory } from './device-directory.js';
 import {
   AfterSeqArg,
@@ -50,6 +56,10 @@ export interface IntentResolverDeps {
   devices: DeviceDirectory;
 }
 
+function emergencyRefusal(stopped: { global: boolean } | null): void {
+  if (stopped) throw emergencyStopError(stopped.global);
+}
+
 type IntentResolvers = Pick<
   Resolvers,
   'Query' | 'Mutation' | 'Subscription' | 'Intent' | 'IntentStateChange'
@@ -64,6 +74,16 @@ function visible(auth: AuthContext, intent: IntentModel | null): IntentModel | n
   if (!intent) return null;
   return auth.deviceId && auth.deviceId !== intent.deviceId ? null : intent;
 }
+
+/**
+ * Intent notifications ({tenantId, deviceId, intentId, n}): a new intent (n = 1) goes to its device's streams,
+ * every change to the streams of that intent.
+ */
+const intentRouter: ChannelRouter = (n) => {
+  const tenant = String(n['tenantId']);
+  const forIntent = `intent:${tenant}:${String(n['intentId'])}`;
+  return n['n'] === 1 ? [`device:${tenant}:${String(n['deviceId'])}`, forIntent] : [forIntent];
+};
 
 function requireDeviceToken(auth: AuthContext, what: string): string {
   if (!auth.deviceId) {
@@ -129,6 +149,8 @@ export function createIntentResolvers(deps: IntentResolverDeps): IntentResolvers
           args.input.executionTimeoutSeconds ?? 300,
           'input.executionTimeoutSeconds',
         );
+        // The rate limit before asking identity (one token per attempt, replays included).
+        await takeRateToken(ctx.db, ctx.config, auth, 'intent', deps.now());
         const device = await deps.devices.device(ctx, deviceId);
         if (!device) throw notFound(`Device ${deviceId}`);
         if (device.status !== 'ENROLLED') {
@@ -158,7 +180,10 @@ export function createIntentResolvers(deps: IntentResolverDeps): IntentResolvers
         };
         // Read outside the mutation's transaction: the embedded database has one connection.
         const key = await activeIntentKey(ctx.db, deps.now().getTime());
+        const origin = auditOriginOf(ctx, auth);
         return idempotentMutation(ctx, 'Mutation.createIntent', normalized, async (tx, a) => {
+          // In the transaction that creates it: a stop engaged before this commits wins.
+          emergencyRefusal(await isStopped(tx));
           const createdAt = deps.now();
           const expiresAt = new Date(createdAt.getTime() + expiresIn * 1000);
           const id = randomUUID();
@@ -172,6 +197,7 @@ export function createIntentResolvers(deps: IntentResolverDeps): IntentResolvers
             createdAt,
             expiresAt,
             executionTimeoutSeconds: execTimeout,
+            origin,
             sign: (seq) =>
               signIntent(key, {
                 issuer,
@@ -205,6 +231,7 @@ export function createIntentResolvers(deps: IntentResolverDeps): IntentResolvers
             source: 'requester',
             actor: a.principalId,
             at: deps.now(),
+            origin: auditOriginOf(ctx, auth),
           });
           return { intent };
         });
@@ -258,6 +285,7 @@ export function createIntentResolvers(deps: IntentResolverDeps): IntentResolvers
             actor: `device:${deviceId}`,
             reason: report.reason,
             at: now,
+            origin: auditOriginOf(ctx, auth),
           });
           return { intent };
         });
@@ -283,12 +311,8 @@ export function createIntentResolvers(deps: IntentResolverDeps): IntentResolvers
             log: ctx.log,
             signal: ctx.signal,
             channel: INTENTS_CHANNEL,
-            concerns: (payload) => {
-              const n = parsePayload(payload);
-              return (
-                n !== null && n['tenantId'] === auth.tenantId && n['deviceId'] === deviceId && n['n'] === 1
-              );
-            },
+            router: intentRouter,
+            routeKey: `device:${auth.tenantId}:${deviceId}`,
             read: (tx, after, limit) => intentsAfter(tx, deviceId, after, limit),
             seqOf: (i) => i.seq,
             afterSeq,
@@ -310,10 +334,8 @@ export function createIntentResolvers(deps: IntentResolverDeps): IntentResolvers
             log: ctx.log,
             signal: ctx.signal,
             channel: INTENTS_CHANNEL,
-            concerns: (payload) => {
-              const n = parsePayload(payload);
-              return n !== null && n['tenantId'] === auth.tenantId && n['intentId'] === intentId;
-            },
+            router: intentRouter,
+            routeKey: `intent:${auth.tenantId}:${intentId}`,
             read: (tx, after, limit) => eventsAfter(tx, intentId, after, limit),
             seqOf: (e) => e.n,
             afterSeq: 0,
@@ -346,6 +368,8 @@ export function createIntentResolvers(deps: IntentResolverDeps): IntentResolvers
     },
 
     IntentStateChange: {
+      origin: (event, _args, ctx) =>
+        ctx.auth && roleCovers(ctx.auth.role, 'ADMIN') ? requestOriginOf(event.origin) : null,
       async intent(event, _args, ctx) {
         const intent = await loadIntent(ctx, event.intentId);
         if (!intent) throw notFound(`Intent ${event.intentId}`);

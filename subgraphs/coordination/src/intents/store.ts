@@ -4,6 +4,7 @@
  * event, the outbox row and the NOTIFY in the same transaction as the change.
  */
 import { AppError, notFound, type Queryable } from '@agentgraph/runtime';
+import type { AuditOrigin } from '../emergency/models.js';
 import { checkTransition, type IntentState, type TransitionSource } from './machine.js';
 import {
   EVENT_COLUMNS,
@@ -35,11 +36,12 @@ async function recordEvent(
   at: Date,
   actor: string,
   reason: string | null,
+  origin: AuditOrigin,
 ): Promise<void> {
   await tx.query(
-    `INSERT INTO coordination.intent_events (tenant_id, intent_id, n, state, at, actor, reason)
-     VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-    [intent.tenantId, intent.id, n, state, at.toISOString(), actor, reason],
+    `INSERT INTO coordination.intent_events (tenant_id, intent_id, n, state, at, actor, reason, origin)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8::text::jsonb)`,
+    [intent.tenantId, intent.id, n, state, at.toISOString(), actor, reason, JSON.stringify(origin)],
   );
   await tx.query(
     `INSERT INTO coordination.intent_outbox (tenant_id, intent_id, device_id, n, state) VALUES ($1, $2, $3, $4, $5)`,
@@ -64,6 +66,8 @@ export interface NewIntent {
   createdAt: Date;
   expiresAt: Date;
   executionTimeoutSeconds: number;
+  /** Where the request came from (audit). */
+  origin: AuditOrigin;
   /** Signs the intent once its sequence number is known. */
   sign(seq: number): Promise<string>;
 }
@@ -99,7 +103,7 @@ export async function insertIntent(tx: Queryable, i: NewIntent): Promise<IntentM
     ],
   );
   const intent = toIntent(r.rows[0]!);
-  await recordEvent(tx, intent, 1, 'QUEUED', i.createdAt, i.requester, null);
+  await recordEvent(tx, intent, 1, 'QUEUED', i.createdAt, i.requester, null, i.origin);
   return intent;
 }
 
@@ -113,6 +117,8 @@ export interface TransitionRequest {
   at: Date;
   /** Refuse unless the intent is still in this state (the sweeper's check-then-act). */
   expectedState?: IntentState;
+  /** Where the request came from (audit); omitted for the server's own changes. */
+  origin?: AuditOrigin;
 }
 
 /**
@@ -145,7 +151,7 @@ export async function transition(tx: Queryable, req: TransitionRequest): Promise
     [current.id, req.to, deadline?.toISOString() ?? null],
   );
   const next = toIntent(u.rows[0]!);
-  await recordEvent(tx, next, next.version, req.to, req.at, req.actor, req.reason ?? null);
+  await recordEvent(tx, next, next.version, req.to, req.at, req.actor, req.reason ?? null, req.origin ?? {});
   return next;
 }
 

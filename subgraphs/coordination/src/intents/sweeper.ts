@@ -52,6 +52,26 @@ export async function sweepIntents(db: Database, now: Date, batch = SWEEP_BATCH)
   return result;
 }
 
+/** Outbox rows are kept this long (relays and debugging; live listeners never need them). */
+export const OUTBOX_RETENTION_SECONDS = 3600;
+/** Report jtis are kept this long: a report's iat must be within 60 s of the server, so 10 min is ample. */
+export const REPORT_JTI_RETENTION_SECONDS = 600;
+/** The sweeper purges bookkeeping every this many passes (once a minute at the default 1 s interval). */
+const PURGE_EVERY_PASSES = 60;
+
+/** Deletes outbox rows and report jtis older than their retention (database clock). */
+export async function purgeIntentBookkeeping(
+  db: Database,
+  outboxAgeSeconds = OUTBOX_RETENTION_SECONDS,
+  jtiAgeSeconds = REPORT_JTI_RETENTION_SECONDS,
+): Promise<{ outbox: number; jtis: number }> {
+  const r = await db.query<{ outbox: string | number; jtis: string | number }>(
+    'SELECT outbox, jtis FROM coordination.purge_intent_bookkeeping($1, $2)',
+    [outboxAgeSeconds, jtiAgeSeconds],
+  );
+  return { outbox: Number(r.rows[0]!.outbox), jtis: Number(r.rows[0]!.jtis) };
+}
+
 export function startIntentSweeper(opts: {
   db: Database;
   log: Logger;
@@ -62,11 +82,16 @@ export function startIntentSweeper(opts: {
   let stopped = false;
   let running: Promise<void> | null = null;
   let timer: NodeJS.Timeout | null = null;
+  let passes = 0;
   const tick = () => {
     if (stopped) return;
     running = sweepIntents(opts.db, opts.now())
-      .then((r) => {
+      .then(async (r) => {
         if (r.expired || r.outcomeUnknown) opts.log.info('intent sweep', { ...r });
+        if (++passes % PURGE_EVERY_PASSES === 0) {
+          const purged = await purgeIntentBookkeeping(opts.db);
+          if (purged.outbox || purged.jtis) opts.log.info('intent bookkeeping purged', purged);
+        }
       })
       .catch((err: unknown) => opts.log.error('intent sweep failed', { error: err }))
       .finally(() => {

@@ -1,0 +1,121 @@
+/**
+ * One LISTEN per channel per database handle, shared by every stream of this process, with notifications routed
+ * by key: a payload is parsed once and wakes only the streams it concerns (a device's, a room's, an inbox's), so
+ * a notification costs O(its subscribers), not O(all open streams) — what lets one server hold ten thousand idle
+ * device streams while intents flow. The LISTEN starts with the first subscriber of a channel and ends with the
+ * last (listen and unlisten are serialised per channel); a listener reconnect wakes every subscriber (they
+ * re-read, so nothing missed is lost).
+ */
+import type { Database } from '@agentgraph/runtime';
+
+/** The routing keys a notification payload concerns (e.g. `tenant:room`). */
+export type ChannelRouter = (payload: Record<string, unknown>) => readonly string[];
+
+export interface HubSubscriber {
+  /** Something this subscriber may care about was committed. */
+  poke(): void;
+  /** The listener connection came back: anything may have been missed. */
+  reconnected(): void;
+}
+
+/** Parses a JSON notification payload into an object, or null. */
+export function parsePayload(payload: string): Record<string, unknown> | null {
+  try {
+    const v: unknown = JSON.parse(payload);
+    return typeof v === 'object' && v !== null ? (v as Record<string, unknown>) : null;
+  } catch {
+    return null;
+  }
+}
+
+class ChannelHub {
+  private readonly subs = new Map<string, Set<HubSubscriber>>();
+  private size = 0;
+  private unlisten: (() => Promise<void>) | null = null;
+  private queue: Promise<void> = Promise.resolve();
+
+  constructor(
+    private readonly db: Database,
+    private readonly channel: string,
+    private readonly router: ChannelRouter,
+  ) {}
+
+  /** Registers, and resolves once the channel is listened to; returns the function that unregisters. */
+  async add(key: string, sub: HubSubscriber): Promise<() => Promise<void>> {
+    let set = this.subs.get(key);
+    if (!set) this.subs.set(key, (set = new Set()));
+    set.add(sub);
+    this.size++;
+    let removed = false;
+    const remove = async () => {
+      if (removed) return;
+      removed = true;
+      set.delete(sub);
+      if (set.size === 0 && this.subs.get(key) === set) this.subs.delete(key);
+      this.size--;
+      await this.serial(() => this.stopIfIdle());
+    };
+    try {
+      await this.serial(() => this.ensureListening());
+    } catch (err) {
+      await remove().catch(() => undefined);
+      throw err;
+    }
+    return remove;
+  }
+
+  private serial(fn: () => Promise<void>): Promise<void> {
+    const next = this.queue.catch(() => undefined).then(fn);
+    this.queue = next;
+    return next;
+  }
+
+  private async ensureListening(): Promise<void> {
+    if (this.unlisten || this.size === 0) return;
+    this.unlisten = await this.db.listen(
+      this.channel,
+      (payload) => this.dispatch(payload),
+      () => this.reconnected(),
+    );
+  }
+
+  private async stopIfIdle(): Promise<void> {
+    if (this.size > 0 || !this.unlisten) return;
+    const unlisten = this.unlisten;
+    this.unlisten = null;
+    await unlisten();
+  }
+
+  private dispatch(payload: string): void {
+    const parsed = parsePayload(payload);
+    if (!parsed) return;
+    for (const key of this.router(parsed)) {
+      const set = this.subs.get(key);
+      if (set) for (const sub of [...set]) sub.poke();
+    }
+  }
+
+  private reconnected(): void {
+    for (const set of [...this.subs.values()]) for (const sub of [...set]) sub.reconnected();
+  }
+}
+
+const hubs = new WeakMap<Database, Map<string, ChannelHub>>();
+
+/**
+ * Subscribes to `channel` notifications routed to `key` on this database handle. `router` must be the same for
+ * every subscriber of a channel (the first one's is kept). Resolves once the LISTEN is in place.
+ */
+export function subscribeNotifications(
+  db: Database,
+  channel: string,
+  router: ChannelRouter,
+  key: string,
+  sub: HubSubscriber,
+): Promise<() => Promise<void>> {
+  let channels = hubs.get(db);
+  if (!channels) hubs.set(db, (channels = new Map()));
+  let hub = channels.get(channel);
+  if (!hub) channels.set(channel, (hub = new ChannelHub(db, channel, router)));
+  return hub.add(key, sub);
+}

@@ -1,0 +1,64 @@
+/**
+ * Devices for end-to-end tests: an ENROLLED device row as identity's device grant leaves it (with a key pair the
+ * test holds, for signing intent reports) and the device's own access token as identity issues it (signed with
+ * identity's active key, carrying `did`). Optionally enables remote actions through the gateway, as the device's
+ * local user would.
+ */
+import { randomUUID } from 'node:crypto';
+import { activeSigningKey } from '@agentgraph/identity';
+import { calculateJwkThumbprint, exportJWK, generateKeyPair, SignJWT, type CryptoKey } from 'jose';
+import type { TestPlatform, TestUser } from './platform.js';
+
+export interface TestDevice {
+  id: string;
+  token: string;
+  privateKey: CryptoKey;
+}
+
+export async function enrolTestDevice(
+  p: TestPlatform,
+  user: TestUser,
+  name: string,
+  opts: { enableRemoteActions?: boolean } = {},
+): Promise<TestDevice> {
+  const { publicKey, privateKey } = await generateKeyPair('ES256', { extractable: true });
+  const jwk = await exportJWK(publicKey);
+  const id = await p.platform.db.transaction(
+    async (tx) => {
+      const r = await tx.query<{ id: string }>(
+        `INSERT INTO identity.devices
+           (tenant_id, owner_id, name, platform, status, public_jwk, key_thumbprint, client_id, enrolled_at)
+         VALUES ($1, $2, $3, 'linux', 'ENROLLED', $4::text::jsonb, $5, 'agentgraph-desktop', now()) RETURNING id`,
+        [user.tenantId, user.userId, name, JSON.stringify(jwk), await calculateJwkThumbprint(jwk, 'sha256')],
+      );
+      return r.rows[0]!.id;
+    },
+    { 'app.tenant_id': user.tenantId, 'app.principal_id': user.userId },
+  );
+  const { kid, key } = await activeSigningKey(p.platform.db);
+  const iat = Math.floor(Date.now() / 1000);
+  const token = await new SignJWT({
+    tid: user.tenantId,
+    role: user.role,
+    scope: 'api:read api:write',
+    did: id,
+    client_id: 'agentgraph-desktop',
+  })
+    .setProtectedHeader({ alg: 'ES256', kid, typ: 'at+jwt' })
+    .setIssuer(p.platform.config.tokenIssuer)
+    .setAudience(p.platform.config.tokenAudience)
+    .setSubject(user.userId)
+    .setIssuedAt(iat)
+    .setExpirationTime(iat + 900)
+    .setJti(randomUUID())
+    .sign(key);
+  if (opts.enableRemoteActions) {
+    const r = await p.gql(
+      'mutation E($k: ID!) { setRemoteActionsEnabled(enabled: true, idempotencyKey: $k) { device { id } } }',
+      { k: randomUUID() },
+      token,
+    );
+    if (r.errors) throw new Error(`enabling remote actions failed: ${JSON.stringify(r.errors)}`);
+  }
+  return { id, token, privateKey };
+}
