@@ -44,7 +44,7 @@ function connectionAt(
 }
 
 /**
- * The AgentGraph API, one typed method per query and mutation (45 of them). Subscriptions are in
+ * The AgentGraph API, one typed method per query and mutation (55 of them). Subscriptions are in
  * `subscriptions` (operations.ts), for the runtime's stream client (`createSubscriptions`).
  */
 export class AgentGraph {
@@ -127,6 +127,35 @@ export class AgentGraph {
   }
 
   /**
+   * The public keys that sign analysis reports (DSSE envelopes) in the caller's tenant: a JWK Set (RFC
+   * 7517) as JSON text, ES256 keys whose kid is the RFC 7638 thumbprint that an envelope's signature
+   * names as keyid.
+   *
+   * `query AnalyzerJwks`, the default operation for Query.analyzerJwks.
+   */
+  analyzerJwks(
+    variables: T.AnalyzerJwksVariables = {},
+    options?: CallOptions,
+  ): Promise<ExecuteResult<T.AnalyzerJwksData>> {
+    return this.client.execute<T.AnalyzerJwksData>(operations.AnalyzerJwks, variables, options);
+  }
+
+  /**
+   * The uploader appeals a rejection: back to review.
+   *
+   * `mutation AppealRelease` from schemas/operations/catalog.graphql. Idempotent: the SDK makes one key
+   * per call and resends it on every retry; pass `options.idempotencyKey` (a key you persisted) to
+   * repeat a logical call across restarts. `replayed` says the server answered with the stored result of
+   * an earlier attempt. Privacy gate: `reason` INTERNAL.
+   */
+  appealRelease(
+    variables: T.AppealReleaseVariables,
+    options?: CallOptions,
+  ): Promise<ExecuteResult<T.AppealReleaseData>> {
+    return this.client.execute<T.AppealReleaseData>(operations.AppealRelease, variables, options);
+  }
+
+  /**
    * Approve a device's enrolment request (RFC 8628): the device becomes ENROLLED, owned by the caller,
    * with the public key it sent, and its next poll of the token endpoint gets its tokens. Needs OPERATOR
    * or higher.
@@ -146,6 +175,21 @@ export class AgentGraph {
       variables,
       options,
     );
+  }
+
+  /**
+   * Approve a release in review (never your own upload): published in the alpha channel.
+   *
+   * `mutation ApproveRelease` from schemas/operations/catalog.graphql. Idempotent: the SDK makes one key
+   * per call and resends it on every retry; pass `options.idempotencyKey` (a key you persisted) to
+   * repeat a logical call across restarts. `replayed` says the server answered with the stored result of
+   * an earlier attempt.
+   */
+  approveRelease(
+    variables: T.ApproveReleaseVariables,
+    options?: CallOptions,
+  ): Promise<ExecuteResult<T.ApproveReleaseData>> {
+    return this.client.execute<T.ApproveReleaseData>(operations.ApproveRelease, variables, options);
   }
 
   /**
@@ -477,6 +521,21 @@ export class AgentGraph {
   }
 
   /**
+   * Move an approved release to the next channel (alpha → beta → stable).
+   *
+   * `mutation PromoteRelease` from schemas/operations/catalog.graphql. Idempotent: the SDK makes one key
+   * per call and resends it on every retry; pass `options.idempotencyKey` (a key you persisted) to
+   * repeat a logical call across restarts. `replayed` says the server answered with the stored result of
+   * an earlier attempt.
+   */
+  promoteRelease(
+    variables: T.PromoteReleaseVariables,
+    options?: CallOptions,
+  ): Promise<ExecuteResult<T.PromoteReleaseData>> {
+    return this.client.execute<T.PromoteReleaseData>(operations.PromoteRelease, variables, options);
+  }
+
+  /**
    * Create or replace a memory record under a client-generated id. Each write increments the version.
    * With expectedVersion the write succeeds only if the stored version matches (VERSION_CONFLICT
    * otherwise); expectedVersion 0 means "must not exist yet".
@@ -506,6 +565,30 @@ export class AgentGraph {
     options?: CallOptions,
   ): Promise<ExecuteResult<T.RegisterDeviceData>> {
     return this.client.execute<T.RegisterDeviceData>(operations.RegisterDevice, variables, options);
+  }
+
+  /**
+   * Reject a release in review, with the reason the uploader sees.
+   *
+   * `mutation RejectRelease` from schemas/operations/catalog.graphql. Idempotent: the SDK makes one key
+   * per call and resends it on every retry; pass `options.idempotencyKey` (a key you persisted) to
+   * repeat a logical call across restarts. `replayed` says the server answered with the stored result of
+   * an earlier attempt. Privacy gate: `reason` INTERNAL.
+   */
+  rejectRelease(
+    variables: T.RejectReleaseVariables,
+    options?: CallOptions,
+  ): Promise<ExecuteResult<T.RejectReleaseData>> {
+    return this.client.execute<T.RejectReleaseData>(operations.RejectRelease, variables, options);
+  }
+
+  /**
+   * One release with its package digests, analysis report (signed envelope) and audit trail.
+   *
+   * `query Release` from schemas/operations/catalog.graphql.
+   */
+  release(variables: T.ReleaseVariables, options?: CallOptions): Promise<ExecuteResult<T.ReleaseData>> {
+    return this.client.execute<T.ReleaseData>(operations.Release, variables, options);
   }
 
   /**
@@ -559,6 +642,36 @@ export class AgentGraph {
   }
 
   /**
+   * Releases waiting for a decision, oldest upload first.
+   *
+   * `query ReviewQueue` from schemas/operations/catalog.graphql.
+   */
+  reviewQueue(
+    variables: T.ReviewQueueVariables = {},
+    options?: CallOptions,
+  ): Promise<ExecuteResult<T.ReviewQueueData>> {
+    return this.client.execute<T.ReviewQueueData>(operations.ReviewQueue, variables, options);
+  }
+
+  /**
+   * Every node of `reviewQueue` (ReviewQueue), page after page: `after` is set from each page's
+   * endCursor, `first` is the page size. The next page is fetched only when the loop has taken every
+   * node of the current one; aborting `options.signal` stops the loop with AbortError.
+   */
+  paginateReviewQueue(
+    variables: Omit<T.ReviewQueueVariables, 'after'> = {},
+    options: PageOptions = {},
+  ): AsyncIterable<T.ReviewQueueNode> {
+    return this.pages<T.ReviewQueueNode>(
+      operations.ReviewQueue,
+      variables,
+      'after',
+      ['reviewQueue'],
+      options,
+    );
+  }
+
+  /**
    * Revoke a device: status REVOKED, its refresh tokens deleted and its access tokens refused everywhere
    * within a second. The device's owner or an ADMIN or OWNER. Revoking a revoked device changes nothing.
    *
@@ -572,6 +685,21 @@ export class AgentGraph {
     options?: CallOptions,
   ): Promise<ExecuteResult<T.RevokeDeviceData>> {
     return this.client.execute<T.RevokeDeviceData>(operations.RevokeDevice, variables, options);
+  }
+
+  /**
+   * Withdraw an approved release: TUF clients stop seeing it on their next refresh.
+   *
+   * `mutation RevokeRelease` from schemas/operations/catalog.graphql. Idempotent: the SDK makes one key
+   * per call and resends it on every retry; pass `options.idempotencyKey` (a key you persisted) to
+   * repeat a logical call across restarts. `replayed` says the server answered with the stored result of
+   * an earlier attempt. Privacy gate: `reason` INTERNAL.
+   */
+  revokeRelease(
+    variables: T.RevokeReleaseVariables,
+    options?: CallOptions,
+  ): Promise<ExecuteResult<T.RevokeReleaseData>> {
+    return this.client.execute<T.RevokeReleaseData>(operations.RevokeRelease, variables, options);
   }
 
   /**
@@ -633,6 +761,23 @@ export class AgentGraph {
     options: PageOptions = {},
   ): AsyncIterable<T.RoomsNode> {
     return this.pages<T.RoomsNode>(operations.Rooms, variables, 'after', ['rooms'], options);
+  }
+
+  /**
+   * Replace the keys of one TUF role (all signatures after this use new keys; the old ones are revoked).
+   * A top-level role's rotation publishes a new root version, signed by the old and the new root keys
+   * for a root rotation. OWNER only.
+   *
+   * `mutation RotateTufKey`, the default operation for Mutation.rotateTufKey. Idempotent: the SDK makes
+   * one key per call and resends it on every retry; pass `options.idempotencyKey` (a key you persisted)
+   * to repeat a logical call across restarts. `replayed` says the server answered with the stored result
+   * of an earlier attempt.
+   */
+  rotateTufKey(
+    variables: T.RotateTufKeyVariables,
+    options?: CallOptions,
+  ): Promise<ExecuteResult<T.RotateTufKeyData>> {
+    return this.client.execute<T.RotateTufKeyData>(operations.RotateTufKey, variables, options);
   }
 
   /**
@@ -725,6 +870,19 @@ export class AgentGraph {
    */
   tenant(variables: T.TenantVariables = {}, options?: CallOptions): Promise<ExecuteResult<T.TenantData>> {
     return this.client.execute<T.TenantData>(operations.Tenant, variables, options);
+  }
+
+  /**
+   * Where the caller's tenant's TUF repository is served (paths on the catalog service's origin, not the
+   * gateway's), and its current versions. Null until the first release is approved.
+   *
+   * `query TufRepository`, the default operation for Query.tufRepository.
+   */
+  tufRepository(
+    variables: T.TufRepositoryVariables = {},
+    options?: CallOptions,
+  ): Promise<ExecuteResult<T.TufRepositoryData>> {
+    return this.client.execute<T.TufRepositoryData>(operations.TufRepository, variables, options);
   }
 
   /**

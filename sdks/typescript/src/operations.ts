@@ -2,7 +2,7 @@
 import type { OperationSpec, SubscriptionSpec } from './runtime/index.js';
 
 /** The schema version (capabilities.schemaVersion) these operations were generated from. */
-export const SCHEMA_VERSION = '606c13896055';
+export const SCHEMA_VERSION = '4b4e48861ca7';
 
 /**
  * Every query and mutation, by name, as AgentGraphClient.execute takes them (and sendWithClient, for
@@ -70,6 +70,35 @@ export const operations = {
     privacy: {},
   },
   /**
+   * The public keys that sign analysis reports (DSSE envelopes) in the caller's tenant: a JWK Set (RFC
+   * 7517) as JSON text, ES256 keys whose kid is the RFC 7638 thumbprint that an envelope's signature
+   * names as keyid.
+   *
+   * Default operation for Query.analyzerJwks (no curated operation selects it).
+   */
+  AnalyzerJwks: {
+    name: 'AnalyzerJwks',
+    kind: 'query',
+    idempotent: false,
+    document: 'query AnalyzerJwks { analyzerJwks }',
+    privacy: {},
+  },
+  /**
+   * The uploader appeals a rejection: back to review.
+   *
+   * From schemas/operations/catalog.graphql.
+   */
+  AppealRelease: {
+    name: 'AppealRelease',
+    kind: 'mutation',
+    idempotent: true,
+    document:
+      'mutation AppealRelease($releaseId: ID!, $reason: String!, $idempotencyKey: ID!) { appealRelease(releaseId: $releaseId, reason: $reason, idempotencyKey: $idempotencyKey) { release { id state } } }',
+    privacy: {
+      reason: { class: 'INTERNAL', required: true },
+    },
+  },
+  /**
    * Approve a device's enrolment request (RFC 8628): the device becomes ENROLLED, owned by the caller,
    * with the public key it sent, and its next poll of the token endpoint gets its tokens. Needs OPERATOR
    * or higher.
@@ -85,6 +114,19 @@ export const operations = {
     privacy: {
       userCode: { class: 'INTERNAL', required: true },
     },
+  },
+  /**
+   * Approve a release in review (never your own upload): published in the alpha channel.
+   *
+   * From schemas/operations/catalog.graphql.
+   */
+  ApproveRelease: {
+    name: 'ApproveRelease',
+    kind: 'mutation',
+    idempotent: true,
+    document:
+      'mutation ApproveRelease($releaseId: ID!, $idempotencyKey: ID!) { approveRelease(releaseId: $releaseId, idempotencyKey: $idempotencyKey) { release { id state channel targetPath } } }',
+    privacy: {},
   },
   /**
    * Cancel an intent you requested, while it is QUEUED or DELIVERED.
@@ -202,7 +244,7 @@ export const operations = {
     kind: 'mutation',
     idempotent: true,
     document:
-      'mutation DeclareRelease($pluginId: ID!, $input: DeclareReleaseInput!, $idempotencyKey: ID!) { declareRelease(pluginId: $pluginId, input: $input, idempotencyKey: $idempotencyKey) { release { id plugin { id name displayName description createdAt } version state createdBy { id email displayName createdAt } createdAt } } }',
+      'mutation DeclareRelease($pluginId: ID!, $input: DeclareReleaseInput!, $idempotencyKey: ID!) { declareRelease(pluginId: $pluginId, input: $input, idempotencyKey: $idempotencyKey) { release { id plugin { id name displayName description createdAt } version state createdBy { id email displayName createdAt } createdAt stateReason package { sizeBytes sha256 sha512 uploadedAt } channel targetPath analysis { state verdict reason attempts startedAt finishedAt envelope keyId } } } }',
     privacy: {
       'input.version': { class: 'PUBLIC', required: true },
     },
@@ -401,6 +443,19 @@ export const operations = {
     },
   },
   /**
+   * Move an approved release to the next channel (alpha → beta → stable).
+   *
+   * From schemas/operations/catalog.graphql.
+   */
+  PromoteRelease: {
+    name: 'PromoteRelease',
+    kind: 'mutation',
+    idempotent: true,
+    document:
+      'mutation PromoteRelease($releaseId: ID!, $idempotencyKey: ID!) { promoteRelease(releaseId: $releaseId, idempotencyKey: $idempotencyKey) { release { id state channel targetPath } } }',
+    privacy: {},
+  },
+  /**
    * Create or replace a memory record under a client-generated id. Each write increments the version.
    * With expectedVersion the write succeeds only if the stored version matches (VERSION_CONFLICT
    * otherwise); expectedVersion 0 means "must not exist yet".
@@ -435,6 +490,34 @@ export const operations = {
       'input.name': { class: 'INTERNAL', required: true },
       'input.platform': { class: 'PUBLIC', required: true },
     },
+  },
+  /**
+   * Reject a release in review, with the reason the uploader sees.
+   *
+   * From schemas/operations/catalog.graphql.
+   */
+  RejectRelease: {
+    name: 'RejectRelease',
+    kind: 'mutation',
+    idempotent: true,
+    document:
+      'mutation RejectRelease($releaseId: ID!, $reason: String!, $idempotencyKey: ID!) { rejectRelease(releaseId: $releaseId, reason: $reason, idempotencyKey: $idempotencyKey) { release { id state stateReason } } }',
+    privacy: {
+      reason: { class: 'INTERNAL', required: true },
+    },
+  },
+  /**
+   * One release with its package digests, analysis report (signed envelope) and audit trail.
+   *
+   * From schemas/operations/catalog.graphql.
+   */
+  Release: {
+    name: 'Release',
+    kind: 'query',
+    idempotent: false,
+    document:
+      'query Release($id: ID!) { release(id: $id) { id version state stateReason channel targetPath plugin { id name } package { sizeBytes sha256 sha512 uploadedBy { id } uploadedAt } analysis { state verdict reason findings(first: 100) { edges { node { rule path message } } } attempts startedAt finishedAt envelope keyId } decisions(first: 50) { edges { cursor node { action actor { id } reason channel at } } pageInfo { hasNextPage endCursor } } } }',
+    privacy: {},
   },
   /**
    * Remove a member from the tenant: their sign-ins and refresh tokens end, their access tokens are
@@ -488,6 +571,19 @@ export const operations = {
     },
   },
   /**
+   * Releases waiting for a decision, oldest upload first.
+   *
+   * From schemas/operations/catalog.graphql.
+   */
+  ReviewQueue: {
+    name: 'ReviewQueue',
+    kind: 'query',
+    idempotent: false,
+    document:
+      'query ReviewQueue($first: Int, $after: String) { reviewQueue(first: $first, after: $after) { edges { cursor node { id version state plugin { id name } package { sizeBytes sha256 uploadedBy { id } uploadedAt } analysis { verdict findings(first: 20) { edges { node { rule path message } } } } } } pageInfo { hasNextPage endCursor } } }',
+    privacy: {},
+  },
+  /**
    * Revoke a device: status REVOKED, its refresh tokens deleted and its access tokens refused everywhere
    * within a second. The device's owner or an ADMIN or OWNER. Revoking a revoked device changes nothing.
    *
@@ -501,6 +597,21 @@ export const operations = {
       'mutation RevokeDevice($id: ID!, $idempotencyKey: ID!) { revokeDevice(id: $id, idempotencyKey: $idempotencyKey) { device { id name platform status remoteActionsEnabled owner { id email displayName createdAt } createdAt enrolledAt revokedAt keyThumbprint publicJwk } } }',
     privacy: {
       id: { class: 'INTERNAL', required: true },
+    },
+  },
+  /**
+   * Withdraw an approved release: TUF clients stop seeing it on their next refresh.
+   *
+   * From schemas/operations/catalog.graphql.
+   */
+  RevokeRelease: {
+    name: 'RevokeRelease',
+    kind: 'mutation',
+    idempotent: true,
+    document:
+      'mutation RevokeRelease($releaseId: ID!, $reason: String!, $idempotencyKey: ID!) { revokeRelease(releaseId: $releaseId, reason: $reason, idempotencyKey: $idempotencyKey) { release { id state stateReason } } }',
+    privacy: {
+      reason: { class: 'INTERNAL', required: true },
     },
   },
   /**
@@ -539,6 +650,21 @@ export const operations = {
     idempotent: false,
     document:
       'query Rooms($first: Int, $after: String) { rooms(first: $first, after: $after) { edges { cursor node { id name createdAt } } pageInfo { hasNextPage endCursor } } }',
+    privacy: {},
+  },
+  /**
+   * Replace the keys of one TUF role (all signatures after this use new keys; the old ones are revoked).
+   * A top-level role's rotation publishes a new root version, signed by the old and the new root keys
+   * for a root rotation. OWNER only.
+   *
+   * Default operation for Mutation.rotateTufKey (no curated operation selects it).
+   */
+  RotateTufKey: {
+    name: 'RotateTufKey',
+    kind: 'mutation',
+    idempotent: true,
+    document:
+      'mutation RotateTufKey($role: TufRole!, $idempotencyKey: ID!) { rotateTufKey(role: $role, idempotencyKey: $idempotencyKey) { role rootVersion } }',
     privacy: {},
   },
   /**
@@ -619,6 +745,20 @@ export const operations = {
     kind: 'query',
     idempotent: false,
     document: 'query Tenant { tenant { id name createdAt } }',
+    privacy: {},
+  },
+  /**
+   * Where the caller's tenant's TUF repository is served (paths on the catalog service's origin, not the
+   * gateway's), and its current versions. Null until the first release is approved.
+   *
+   * Default operation for Query.tufRepository (no curated operation selects it).
+   */
+  TufRepository: {
+    name: 'TufRepository',
+    kind: 'query',
+    idempotent: false,
+    document:
+      'query TufRepository { tufRepository { metadataPath targetsPath rootVersion timestampVersion snapshotVersion } }',
     privacy: {},
   },
   /**

@@ -26,6 +26,19 @@ export const AgentMessageStateValues = [
   'EXPIRED',
 ] as const;
 
+export type AnalysisState = 'QUEUED' | 'RUNNING' | 'SUCCEEDED' | 'FAILED';
+
+export const AnalysisStateValues = ['QUEUED', 'RUNNING', 'SUCCEEDED', 'FAILED'] as const;
+
+export type AnalysisVerdict = 'PASS' | 'FAIL';
+
+export const AnalysisVerdictValues = ['PASS', 'FAIL'] as const;
+
+/** A TUF channel: its own delegated targets role, trusted only for paths <channel>/<plugin>/<file>. */
+export type Channel = 'ALPHA' | 'BETA' | 'STABLE';
+
+export const ChannelValues = ['ALPHA', 'BETA', 'STABLE'] as const;
+
 export type DeviceStatus = 'PENDING' | 'ENROLLED' | 'REVOKED';
 
 export const DeviceStatusValues = ['PENDING', 'ENROLLED', 'REVOKED'] as const;
@@ -73,6 +86,29 @@ export const ReleaseStateValues = [
   'REVOKED',
 ] as const;
 
+export type ReviewAction =
+  | 'UPLOADED'
+  | 'UPLOAD_REJECTED'
+  | 'ANALYSIS_PASSED'
+  | 'ANALYSIS_FAILED'
+  | 'APPROVED'
+  | 'REJECTED'
+  | 'APPEALED'
+  | 'PROMOTED'
+  | 'REVOKED';
+
+export const ReviewActionValues = [
+  'UPLOADED',
+  'UPLOAD_REJECTED',
+  'ANALYSIS_PASSED',
+  'ANALYSIS_FAILED',
+  'APPROVED',
+  'REJECTED',
+  'APPEALED',
+  'PROMOTED',
+  'REVOKED',
+] as const;
+
 /**
  * A member's role in a tenant. Roles form a lattice, not a ladder: OWNER covers ADMIN; ADMIN covers
  * OPERATOR and PUBLISHER; both of those cover VIEWER; OPERATOR and PUBLISHER do not cover each other.
@@ -81,6 +117,10 @@ export const ReleaseStateValues = [
 export type Role = 'OWNER' | 'ADMIN' | 'OPERATOR' | 'PUBLISHER' | 'VIEWER';
 
 export const RoleValues = ['OWNER', 'ADMIN', 'OPERATOR', 'PUBLISHER', 'VIEWER'] as const;
+
+export type TufRole = 'ROOT' | 'TARGETS' | 'SNAPSHOT' | 'TIMESTAMP' | 'ALPHA' | 'BETA' | 'STABLE';
+
+export const TufRoleValues = ['ROOT', 'TARGETS', 'SNAPSHOT', 'TIMESTAMP', 'ALPHA', 'BETA', 'STABLE'] as const;
 
 export type AddMemberInput = {
   /**
@@ -375,6 +415,41 @@ export type AgentMessageData = {
   } | null;
 };
 
+/** Variables of the query AnalyzerJwks. */
+export type AnalyzerJwksVariables = Record<string, never>;
+
+/** Result of the query AnalyzerJwks. */
+export type AnalyzerJwksData = {
+  /**
+   * The public keys that sign analysis reports (DSSE envelopes) in the caller's tenant: a JWK Set (RFC
+   * 7517) as JSON text, ES256 keys whose kid is the RFC 7638 thumbprint that an envelope's signature
+   * names as keyid.
+   */
+  analyzerJwks: string;
+};
+
+/** Variables of the mutation AppealRelease. */
+export type AppealReleaseVariables = {
+  releaseId: string;
+  reason: string;
+  /** Made by the SDK once per call when absent (or pass `options.idempotencyKey`). */
+  idempotencyKey?: string;
+};
+
+/** Result of the mutation AppealRelease. */
+export type AppealReleaseData = {
+  /**
+   * The uploader appeals a rejection: the release goes back to review, with the appeal's reason on
+   * record.
+   */
+  appealRelease: {
+    release: {
+      id: string;
+      state: ReleaseState;
+    };
+  };
+};
+
 /** Variables of the mutation ApproveDeviceAuthorization. */
 export type ApproveDeviceAuthorizationVariables = {
   userCode: string;
@@ -412,6 +487,34 @@ export type ApproveDeviceAuthorizationData = {
       keyThumbprint: string | null;
       /** The public key (a JWK, as JSON text) the device signs its reports with; null unless ENROLLED. */
       publicJwk: string | null;
+    };
+  };
+};
+
+/** Variables of the mutation ApproveRelease. */
+export type ApproveReleaseVariables = {
+  releaseId: string;
+  /** Made by the SDK once per call when absent (or pass `options.idempotencyKey`). */
+  idempotencyKey?: string;
+};
+
+/** Result of the mutation ApproveRelease. */
+export type ApproveReleaseData = {
+  /**
+   * Approve a release that passed analysis (IN_REVIEW): it is signed into the TUF repository in the
+   * alpha channel. ADMIN or OWNER, and never the member who uploaded the package.
+   */
+  approveRelease: {
+    release: {
+      id: string;
+      state: ReleaseState;
+      /** The TUF channel an approved release is published in. */
+      channel: Channel | null;
+      /**
+       * The release's path in the TUF repository while it is published (e.g.
+       * alpha/web-search/web-search-1.4.0.zip).
+       */
+      targetPath: string | null;
     };
   };
 };
@@ -673,6 +776,40 @@ export type DeclareReleaseData = {
         createdAt: DateTime;
       };
       createdAt: DateTime;
+      /**
+       * Why the release is ANALYSIS_FAILED, REJECTED or REVOKED (the latest reason; decisions holds them
+       * all).
+       */
+      stateReason: string | null;
+      /** The package, once uploaded. */
+      package: {
+        sizeBytes: number;
+        sha256: string;
+        sha512: string;
+        uploadedAt: DateTime;
+      } | null;
+      /** The TUF channel an approved release is published in. */
+      channel: Channel | null;
+      /**
+       * The release's path in the TUF repository while it is published (e.g.
+       * alpha/web-search/web-search-1.4.0.zip).
+       */
+      targetPath: string | null;
+      /** The analysis of the uploaded package. */
+      analysis: {
+        state: AnalysisState;
+        verdict: AnalysisVerdict | null;
+        reason: string | null;
+        attempts: number;
+        startedAt: DateTime | null;
+        finishedAt: DateTime | null;
+        /**
+         * The signed result: a DSSE envelope (JSON text) whose payload is an in-toto Statement v1 about the
+         * package's digests, signed by the analyzer key keyId (see Query.analyzerKeys).
+         */
+        envelope: string | null;
+        keyId: string | null;
+      } | null;
     };
   };
 };
@@ -1314,6 +1451,34 @@ export type PostMessageData = {
   };
 };
 
+/** Variables of the mutation PromoteRelease. */
+export type PromoteReleaseVariables = {
+  releaseId: string;
+  /** Made by the SDK once per call when absent (or pass `options.idempotencyKey`). */
+  idempotencyKey?: string;
+};
+
+/** Result of the mutation PromoteRelease. */
+export type PromoteReleaseData = {
+  /**
+   * Move an approved release to the next channel (alpha → beta → stable) and re-sign the repository.
+   * ADMIN or OWNER.
+   */
+  promoteRelease: {
+    release: {
+      id: string;
+      state: ReleaseState;
+      /** The TUF channel an approved release is published in. */
+      channel: Channel | null;
+      /**
+       * The release's path in the TUF repository while it is published (e.g.
+       * alpha/web-search/web-search-1.4.0.zip).
+       */
+      targetPath: string | null;
+    };
+  };
+};
+
 /** Variables of the mutation PutMemory. */
 export type PutMemoryVariables = {
   id: string;
@@ -1395,6 +1560,126 @@ export type RegisterDeviceData = {
       publicJwk: string | null;
     };
   };
+};
+
+/** Variables of the mutation RejectRelease. */
+export type RejectReleaseVariables = {
+  releaseId: string;
+  reason: string;
+  /** Made by the SDK once per call when absent (or pass `options.idempotencyKey`). */
+  idempotencyKey?: string;
+};
+
+/** Result of the mutation RejectRelease. */
+export type RejectReleaseData = {
+  /**
+   * Reject a release in review, with the reason the uploader will see. ADMIN or OWNER, never the
+   * uploader.
+   */
+  rejectRelease: {
+    release: {
+      id: string;
+      state: ReleaseState;
+      /**
+       * Why the release is ANALYSIS_FAILED, REJECTED or REVOKED (the latest reason; decisions holds them
+       * all).
+       */
+      stateReason: string | null;
+    };
+  };
+};
+
+/** Variables of the query Release. */
+export type ReleaseVariables = {
+  id: string;
+};
+
+/** Result of the query Release. */
+export type ReleaseData = {
+  /** A release (version) of a plugin in the caller's tenant; null when unknown. */
+  release: {
+    id: string;
+    /** Semantic version, e.g. 1.4.0. */
+    version: string;
+    state: ReleaseState;
+    /**
+     * Why the release is ANALYSIS_FAILED, REJECTED or REVOKED (the latest reason; decisions holds them
+     * all).
+     */
+    stateReason: string | null;
+    /** The TUF channel an approved release is published in. */
+    channel: Channel | null;
+    /**
+     * The release's path in the TUF repository while it is published (e.g.
+     * alpha/web-search/web-search-1.4.0.zip).
+     */
+    targetPath: string | null;
+    plugin: {
+      id: string;
+      /** Unique within the tenant: lowercase letters, digits and dashes. */
+      name: string;
+    };
+    /** The package, once uploaded. */
+    package: {
+      sizeBytes: number;
+      sha256: string;
+      sha512: string;
+      uploadedBy: {
+        id: string;
+      };
+      uploadedAt: DateTime;
+    } | null;
+    /** The analysis of the uploaded package. */
+    analysis: {
+      state: AnalysisState;
+      verdict: AnalysisVerdict | null;
+      reason: string | null;
+      /** What the analyzer found, in the order it found it (at most 200 per package). */
+      findings: {
+        edges: Array<{
+          node: {
+            /**
+             * A stable rule id, e.g. path-traversal, zip-bomb, symlink, invalid-manifest, forbidden-import,
+             * undeclared-capability.
+             */
+            rule: string;
+            /** The package entry it concerns, if any. */
+            path: string | null;
+            message: string;
+          };
+        }>;
+      };
+      attempts: number;
+      startedAt: DateTime | null;
+      finishedAt: DateTime | null;
+      /**
+       * The signed result: a DSSE envelope (JSON text) whose payload is an in-toto Statement v1 about the
+       * package's digests, signed by the analyzer key keyId (see Query.analyzerKeys).
+       */
+      envelope: string | null;
+      keyId: string | null;
+    } | null;
+    /** Every step and decision on this release, oldest first (append-only). */
+    decisions: {
+      edges: Array<{
+        cursor: string;
+        node: {
+          action: ReviewAction;
+          /** The member who acted; null for the pipeline itself. */
+          actor: {
+            id: string;
+          } | null;
+          reason: string | null;
+          channel: Channel | null;
+          at: DateTime;
+        };
+      }>;
+      pageInfo: {
+        hasNextPage: boolean;
+        endCursor: string | null;
+      };
+    };
+  } | null;
 };
 
 /** Variables of the mutation RemoveMember. */
@@ -1512,6 +1797,70 @@ export type ReportIntentStateData = {
   };
 };
 
+/** Variables of the query ReviewQueue. */
+export type ReviewQueueVariables = {
+  first?: number | null;
+  after?: string | null;
+};
+
+/** Result of the query ReviewQueue. */
+export type ReviewQueueData = {
+  /** Releases waiting for a human decision (IN_REVIEW), oldest upload first. */
+  reviewQueue: {
+    edges: Array<{
+      cursor: string;
+      node: {
+        id: string;
+        /** Semantic version, e.g. 1.4.0. */
+        version: string;
+        state: ReleaseState;
+        plugin: {
+          id: string;
+          /** Unique within the tenant: lowercase letters, digits and dashes. */
+          name: string;
+        };
+        /** The package, once uploaded. */
+        package: {
+          sizeBytes: number;
+          sha256: string;
+          uploadedBy: {
+            id: string;
+          };
+          uploadedAt: DateTime;
+        } | null;
+        /** The analysis of the uploaded package. */
+        analysis: {
+          verdict: AnalysisVerdict | null;
+          /** What the analyzer found, in the order it found it (at most 200 per package). */
+          findings: {
+            edges: Array<{
+              node: {
+                /**
+                 * A stable rule id, e.g. path-traversal, zip-bomb, symlink, invalid-manifest, forbidden-import,
+                 * undeclared-capability.
+                 */
+                rule: string;
+                /** The package entry it concerns, if any. */
+                path: string | null;
+                message: string;
+              };
+            }>;
+          };
+        } | null;
+      };
+    }>;
+    pageInfo: {
+      hasNextPage: boolean;
+      endCursor: string | null;
+    };
+  };
+};
+
+/** A node of ReviewQueue's connection reviewQueue. */
+export type ReviewQueueNode = NonNullable<
+  NonNullable<ReviewQueueData['reviewQueue']['edges']>[number]
+>['node'];
+
 /** Variables of the mutation RevokeDevice. */
 export type RevokeDeviceVariables = {
   id: string;
@@ -1548,6 +1897,33 @@ export type RevokeDeviceData = {
       keyThumbprint: string | null;
       /** The public key (a JWK, as JSON text) the device signs its reports with; null unless ENROLLED. */
       publicJwk: string | null;
+    };
+  };
+};
+
+/** Variables of the mutation RevokeRelease. */
+export type RevokeReleaseVariables = {
+  releaseId: string;
+  reason: string;
+  /** Made by the SDK once per call when absent (or pass `options.idempotencyKey`). */
+  idempotencyKey?: string;
+};
+
+/** Result of the mutation RevokeRelease. */
+export type RevokeReleaseData = {
+  /**
+   * Withdraw an approved release: its target is removed from its channel and snapshot and timestamp are
+   * re-signed, so TUF clients no longer see it on their next refresh. ADMIN or OWNER.
+   */
+  revokeRelease: {
+    release: {
+      id: string;
+      state: ReleaseState;
+      /**
+       * Why the release is ANALYSIS_FAILED, REJECTED or REVOKED (the latest reason; decisions holds them
+       * all).
+       */
+      stateReason: string | null;
     };
   };
 };
@@ -1635,6 +2011,27 @@ export type RoomsData = {
 
 /** A node of Rooms's connection rooms. */
 export type RoomsNode = NonNullable<NonNullable<RoomsData['rooms']['edges']>[number]>['node'];
+
+/** Variables of the mutation RotateTufKey. */
+export type RotateTufKeyVariables = {
+  role: TufRole;
+  /** Made by the SDK once per call when absent (or pass `options.idempotencyKey`). */
+  idempotencyKey?: string;
+};
+
+/** Result of the mutation RotateTufKey. */
+export type RotateTufKeyData = {
+  /**
+   * Replace the keys of one TUF role (all signatures after this use new keys; the old ones are revoked).
+   * A top-level role's rotation publishes a new root version, signed by the old and the new root keys
+   * for a root rotation. OWNER only.
+   */
+  rotateTufKey: {
+    role: TufRole;
+    /** The root version that lists the new keys (for a top-level role), else the current root version. */
+    rootVersion: number;
+  };
+};
 
 /** Variables of the mutation SendAgentMessage. */
 export type SendAgentMessageVariables = {
@@ -1815,6 +2212,26 @@ export type TenantData = {
     name: string;
     createdAt: DateTime;
   };
+};
+
+/** Variables of the query TufRepository. */
+export type TufRepositoryVariables = Record<string, never>;
+
+/** Result of the query TufRepository. */
+export type TufRepositoryData = {
+  /**
+   * Where the caller's tenant's TUF repository is served (paths on the catalog service's origin, not the
+   * gateway's), and its current versions. Null until the first release is approved.
+   */
+  tufRepository: {
+    /** Base path of the metadata, e.g. /tuf/<tenant id>/metadata (append 1.root.json for the trust anchor). */
+    metadataPath: string;
+    /** Base path of the targets (fetched by hash prefix, consistent snapshots). */
+    targetsPath: string;
+    rootVersion: number;
+    timestampVersion: number;
+    snapshotVersion: number;
+  } | null;
 };
 
 /** Variables of the mutation UpdateProfile. */

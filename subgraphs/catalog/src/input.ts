@@ -2,7 +2,14 @@
  * Argument validation at the resolver (zod). A failure is BAD_USER_INPUT naming the field and the rule, never the
  * value the client sent. Also the role rule for writes.
  */
-import { AppError, badInput, requireAuth, type AuthContext } from '@agentgraph/runtime';
+import {
+  AppError,
+  badInput,
+  requireAuth,
+  roleCovers,
+  rolesCovering,
+  type AuthContext,
+} from '@agentgraph/runtime';
 import { z } from 'zod';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -80,4 +87,38 @@ export function requireReader(auth: AuthContext | null): AuthContext {
 /** Malformed ids in queries and entity references cannot exist: the same answer as "not found". */
 export function isUuid(value: unknown): value is string {
   return typeof value === 'string' && UUID.test(value);
+}
+
+const Id = (what: string) =>
+  z
+    .string()
+    .regex(UUID, `must be ${what} id (a UUID)`)
+    .transform((s) => s.toLowerCase());
+const Reason = z.string().trim().min(1, 'must not be empty').max(2000, 'must be at most 2000 characters');
+
+export const ReleaseIdArgs = z.object({ releaseId: Id('a release') });
+export const ReleaseReasonArgs = z.object({ releaseId: Id('a release'), reason: Reason });
+
+/** Uploading packages: PUBLISHER, ADMIN or OWNER. */
+export function requirePublisher(auth: AuthContext | null): AuthContext {
+  const a = requireAuth(auth);
+  if (!roleCovers(a.role, 'PUBLISHER')) {
+    throw new AppError(
+      'FORBIDDEN',
+      `Your role (${a.role}) cannot upload plugin packages. It needs ${rolesCovering('PUBLISHER')}; ask an owner or admin of your tenant.`,
+    );
+  }
+  return a;
+}
+
+/** Review decisions, promotion and revocation: ADMIN or OWNER. */
+export function requireReviewer(auth: AuthContext | null, action: string): AuthContext {
+  const a = requireAuth(auth);
+  if (!roleCovers(a.role, 'ADMIN')) {
+    throw new AppError(
+      'FORBIDDEN',
+      `Your role (${a.role}) cannot ${action}. It needs ${rolesCovering('ADMIN')}; ask an owner or admin of your tenant.`,
+    );
+  }
+  return a;
 }

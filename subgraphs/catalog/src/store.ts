@@ -21,11 +21,12 @@ import {
 } from './models.js';
 
 const PLUGIN = 'p.id, p.name, p.display_name, p.description, p.publisher, p.created_at';
-const RELEASE = 'r.id, r.plugin_id, r.version, r.state, r.created_by, r.created_at';
-const PLUGIN_AS =
+export const RELEASE =
+  'r.id, r.plugin_id, r.version, r.state, r.created_by, r.created_at, r.state_reason, r.size_bytes, r.sha256, r.sha512, r.uploaded_by, r.uploaded_at, r.channel';
+export const PLUGIN_AS =
   'p.id AS p_id, p.name AS p_name, p.display_name AS p_display_name, p.description AS p_description, p.publisher AS p_publisher, p.created_at AS p_created_at';
 
-type Prefixed = {
+export type Prefixed = {
   p_id: string;
   p_name: string;
   p_display_name: string;
@@ -34,7 +35,7 @@ type Prefixed = {
   p_created_at: Date;
 };
 
-const pluginOf = (row: Prefixed): PluginModel =>
+export const pluginOf = (row: Prefixed): PluginModel =>
   toPlugin({
     id: row.p_id,
     name: row.p_name,

@@ -1,0 +1,60 @@
+/**
+ * Timestamp re-signing on a schedule: every repository whose timestamp (or snapshot) expires within
+ * `refreshBeforeSeconds` gets a new timestamp (and snapshot), each in its tenant's transaction. `refreshRepositories`
+ * is one pass at a given time (tests call it with a fake clock); `startRefresher` runs it on an interval.
+ */
+import type { Database, Logger } from '@agentgraph/runtime';
+import { openRepository, refreshTimestamp, type TufSettings } from './repository.js';
+
+export async function refreshRepositories(db: Database, now: Date, settings: TufSettings): Promise<number> {
+  const before = new Date(now.getTime() + settings.refreshBeforeSeconds * 1000);
+  const due = await db.query<{ tenant_id: string }>(
+    'SELECT tenant_id FROM catalog.tuf_repositories_due($1, $2)',
+    [before.toISOString(), 500],
+  );
+  for (const { tenant_id } of due.rows) {
+    await db.transaction(
+      async (tx) => {
+        const r = await tx.query<{ snapshot_expires_at: Date | string }>(
+          'SELECT snapshot_expires_at FROM catalog.tuf_repositories WHERE tenant_id = $1',
+          [tenant_id],
+        );
+        const snapshotDue = r.rows[0] ? new Date(r.rows[0].snapshot_expires_at) < before : false;
+        const state = await openRepository(tx, tenant_id, now, settings);
+        await refreshTimestamp(tx, state, now, settings, { snapshot: snapshotDue });
+      },
+      { 'app.tenant_id': tenant_id, 'app.principal_id': 'system' },
+    );
+  }
+  return due.rows.length;
+}
+
+export function startRefresher(opts: {
+  db: Database;
+  log: Logger;
+  now: () => Date;
+  settings: TufSettings;
+  intervalMs: number;
+}): () => Promise<void> {
+  let stopped = false;
+  let running: Promise<void> | null = null;
+  let timer: NodeJS.Timeout | null = null;
+  const tick = () => {
+    if (stopped) return;
+    running = refreshRepositories(opts.db, opts.now(), opts.settings)
+      .then((n) => {
+        if (n) opts.log.info('tuf timestamps re-signed', { repositories: n });
+      })
+      .catch((error: unknown) => opts.log.error('tuf refresh failed', { error }))
+      .finally(() => {
+        running = null;
+        if (!stopped) timer = setTimeout(tick, opts.intervalMs).unref();
+      });
+  };
+  timer = setTimeout(tick, opts.intervalMs).unref();
+  return async () => {
+    stopped = true;
+    if (timer) clearTimeout(timer);
+    await running;
+  };
+}
