@@ -44,7 +44,7 @@ function connectionAt(
 }
 
 /**
- * The AgentGraph API, one typed method per query and mutation (55 of them). Subscriptions are in
+ * The AgentGraph API, one typed method per query and mutation (61 of them). Subscriptions are in
  * `subscriptions` (operations.ts), for the runtime's stream client (`createSubscriptions`).
  */
 export class AgentGraph {
@@ -286,10 +286,15 @@ export class AgentGraph {
   }
 
   /**
-   * `mutation CreateWorkspace`, the default operation for Mutation.createWorkspace. Idempotent: the SDK
-   * makes one key per call and resends it on every retry; pass `options.idempotencyKey` (a key you
-   * persisted) to repeat a logical call across restarts. `replayed` says the server answered with the
-   * stored result of an earlier attempt. Privacy gate: `input.name` INTERNAL.
+   * Create a workspace. secretPolicy (default REJECT) decides what a write holding a secret gets;
+   * embeddingDimensions fixes the dimension of every embedding in it (otherwise the first embedding
+   * does).
+   *
+   * `mutation CreateWorkspace` from schemas/operations/memory.graphql. Idempotent: the SDK makes one key
+   * per call and resends it on every retry; pass `options.idempotencyKey` (a key you persisted) to
+   * repeat a logical call across restarts. `replayed` says the server answered with the stored result of
+   * an earlier attempt. Privacy gate: `input.embeddingDimensions` INTERNAL, `input.name` INTERNAL,
+   * `input.secretPolicy` INTERNAL.
    */
   createWorkspace(
     variables: T.CreateWorkspaceVariables,
@@ -311,6 +316,36 @@ export class AgentGraph {
     options?: CallOptions,
   ): Promise<ExecuteResult<T.DeclareReleaseData>> {
     return this.client.execute<T.DeclareReleaseData>(operations.DeclareRelease, variables, options);
+  }
+
+  /**
+   * Delete a record and everything derived from it.
+   *
+   * `mutation DeleteMemory` from schemas/operations/memory.graphql. Idempotent: the SDK makes one key
+   * per call and resends it on every retry; pass `options.idempotencyKey` (a key you persisted) to
+   * repeat a logical call across restarts. `replayed` says the server answered with the stored result of
+   * an earlier attempt.
+   */
+  deleteMemory(
+    variables: T.DeleteMemoryVariables,
+    options?: CallOptions,
+  ): Promise<ExecuteResult<T.DeleteMemoryData>> {
+    return this.client.execute<T.DeleteMemoryData>(operations.DeleteMemory, variables, options);
+  }
+
+  /**
+   * Delete a workspace with all its records.
+   *
+   * `mutation DeleteWorkspace` from schemas/operations/memory.graphql. Idempotent: the SDK makes one key
+   * per call and resends it on every retry; pass `options.idempotencyKey` (a key you persisted) to
+   * repeat a logical call across restarts. `replayed` says the server answered with the stored result of
+   * an earlier attempt.
+   */
+  deleteWorkspace(
+    variables: T.DeleteWorkspaceVariables,
+    options?: CallOptions,
+  ): Promise<ExecuteResult<T.DeleteWorkspaceData>> {
+    return this.client.execute<T.DeleteWorkspaceData>(operations.DeleteWorkspace, variables, options);
   }
 
   /**
@@ -424,6 +459,21 @@ export class AgentGraph {
   }
 
   /**
+   * Erase all memory of the caller's tenant (OWNER or ADMIN); an audit record stays.
+   *
+   * `mutation EraseTenantMemory` from schemas/operations/memory.graphql. Idempotent: the SDK makes one
+   * key per call and resends it on every retry; pass `options.idempotencyKey` (a key you persisted) to
+   * repeat a logical call across restarts. `replayed` says the server answered with the stored result of
+   * an earlier attempt.
+   */
+  eraseTenantMemory(
+    variables: T.EraseTenantMemoryVariables = {},
+    options?: CallOptions,
+  ): Promise<ExecuteResult<T.EraseTenantMemoryData>> {
+    return this.client.execute<T.EraseTenantMemoryData>(operations.EraseTenantMemory, variables, options);
+  }
+
+  /**
    * An intent of the caller's tenant (a device token sees only its own device's intents).
    *
    * `query Intent`, the default operation for Query.intent.
@@ -470,7 +520,35 @@ export class AgentGraph {
     return this.pages<T.MembersNode>(operations.Members, variables, 'after', ['tenant', 'members'], options);
   }
 
-  /** `query MemoryRecord`, the default operation for Query.memoryRecord. */
+  /**
+   * The tenant's indexing jobs, newest first, optionally of one state (OWNER or ADMIN).
+   *
+   * `query MemoryJobs` from schemas/operations/memory.graphql.
+   */
+  memoryJobs(
+    variables: T.MemoryJobsVariables = {},
+    options?: CallOptions,
+  ): Promise<ExecuteResult<T.MemoryJobsData>> {
+    return this.client.execute<T.MemoryJobsData>(operations.MemoryJobs, variables, options);
+  }
+
+  /**
+   * Every node of `memoryJobs` (MemoryJobs), page after page: `after` is set from each page's endCursor,
+   * `first` is the page size. The next page is fetched only when the loop has taken every node of the
+   * current one; aborting `options.signal` stops the loop with AbortError.
+   */
+  paginateMemoryJobs(
+    variables: Omit<T.MemoryJobsVariables, 'after'> = {},
+    options: PageOptions = {},
+  ): AsyncIterable<T.MemoryJobsNode> {
+    return this.pages<T.MemoryJobsNode>(operations.MemoryJobs, variables, 'after', ['memoryJobs'], options);
+  }
+
+  /**
+   * One record (null when it does not exist, has expired, or is not visible to the caller).
+   *
+   * `query MemoryRecord` from schemas/operations/memory.graphql.
+   */
   memoryRecord(
     variables: T.MemoryRecordVariables,
     options?: CallOptions,
@@ -536,15 +614,17 @@ export class AgentGraph {
   }
 
   /**
-   * Create or replace a memory record under a client-generated id. Each write increments the version.
-   * With expectedVersion the write succeeds only if the stored version matches (VERSION_CONFLICT
-   * otherwise); expectedVersion 0 means "must not exist yet".
+   * Create or replace a record under a client-generated UUID (PUT). expectedVersion: null writes
+   * unconditionally, 0 means "must not exist yet", n means "only if still at version n"
+   * (VERSION_CONFLICT otherwise). content, metadata and embedding are PERSONAL: the client's privacy
+   * policy must allow PERSONAL.
    *
-   * `mutation PutMemory`, the default operation for Mutation.putMemory. Idempotent: the SDK makes one
-   * key per call and resends it on every retry; pass `options.idempotencyKey` (a key you persisted) to
-   * repeat a logical call across restarts. `replayed` says the server answered with the stored result of
-   * an earlier attempt. Privacy gate: `input.content` PERSONAL, `input.kind` INTERNAL, `input.tags`
-   * INTERNAL, `input.workspaceId` INTERNAL.
+   * `mutation PutMemory` from schemas/operations/memory.graphql. Idempotent: the SDK makes one key per
+   * call and resends it on every retry; pass `options.idempotencyKey` (a key you persisted) to repeat a
+   * logical call across restarts. `replayed` says the server answered with the stored result of an
+   * earlier attempt. Privacy gate: `input.content` PERSONAL, `input.embedding` PERSONAL,
+   * `input.expiresAt` INTERNAL, `input.kind` INTERNAL, `input.metadata` PERSONAL, `input.tags` INTERNAL,
+   * `input.workspaceId` INTERNAL.
    */
   putMemory(variables: T.PutMemoryVariables, options?: CallOptions): Promise<ExecuteResult<T.PutMemoryData>> {
     return this.client.execute<T.PutMemoryData>(operations.PutMemory, variables, options);
@@ -781,6 +861,39 @@ export class AgentGraph {
   }
 
   /**
+   * Full-text and/or embedding search in one workspace, best first, with the scores.
+   *
+   * `query SearchMemory` from schemas/operations/memory.graphql. Privacy gate: `query.embedding`
+   * PERSONAL, `query.filter` INTERNAL, `query.filter.authorId` INTERNAL, `query.filter.kind` INTERNAL,
+   * `query.filter.tag` INTERNAL, `query.filter.updatedSince` INTERNAL, `query.text` PERSONAL,
+   * `query.textWeight` INTERNAL.
+   */
+  searchMemory(
+    variables: T.SearchMemoryVariables,
+    options?: CallOptions,
+  ): Promise<ExecuteResult<T.SearchMemoryData>> {
+    return this.client.execute<T.SearchMemoryData>(operations.SearchMemory, variables, options);
+  }
+
+  /**
+   * Every node of `searchMemory` (SearchMemory), page after page: `after` is set from each page's
+   * endCursor, `first` is the page size. The next page is fetched only when the loop has taken every
+   * node of the current one; aborting `options.signal` stops the loop with AbortError.
+   */
+  paginateSearchMemory(
+    variables: Omit<T.SearchMemoryVariables, 'after'>,
+    options: PageOptions = {},
+  ): AsyncIterable<T.SearchMemoryNode> {
+    return this.pages<T.SearchMemoryNode>(
+      operations.SearchMemory,
+      variables,
+      'after',
+      ['searchMemory'],
+      options,
+    );
+  }
+
+  /**
    * Send a message to an agent address (an enrolled device or a user), or answer one you received
    * (replyTo). The body is PERSONAL: the client's privacy policy must allow PERSONAL.
    *
@@ -909,9 +1022,46 @@ export class AgentGraph {
     return this.client.execute<T.ViewerData>(operations.Viewer, variables, options);
   }
 
-  /** `query Workspace`, the default operation for Query.workspace. */
+  /**
+   * One workspace (null when it does not exist or is not visible to the caller).
+   *
+   * `query Workspace` from schemas/operations/memory.graphql.
+   */
   workspace(variables: T.WorkspaceVariables, options?: CallOptions): Promise<ExecuteResult<T.WorkspaceData>> {
     return this.client.execute<T.WorkspaceData>(operations.Workspace, variables, options);
+  }
+
+  /**
+   * A workspace's records, most recently updated first, optionally filtered (paginateWorkspaceRecords
+   * walks every page; the cursor is bound to the filter).
+   *
+   * `query WorkspaceRecords` from schemas/operations/memory.graphql. Privacy gate: `filter.authorId`
+   * INTERNAL, `filter.kind` INTERNAL, `filter.tag` INTERNAL, `filter.updatedSince` INTERNAL.
+   */
+  workspaceRecords(
+    variables: T.WorkspaceRecordsVariables,
+    options?: CallOptions,
+  ): Promise<ExecuteResult<T.WorkspaceRecordsData>> {
+    return this.client.execute<T.WorkspaceRecordsData>(operations.WorkspaceRecords, variables, options);
+  }
+
+  /**
+   * Every node of `workspace.records` (WorkspaceRecords), page after page: `after` is set from each
+   * page's endCursor, `first` is the page size. The next page is fetched only when the loop has taken
+   * every node of the current one; aborting `options.signal` stops the loop with AbortError. A null
+   * `workspace` ends it with NotFoundError.
+   */
+  paginateWorkspaceRecords(
+    variables: Omit<T.WorkspaceRecordsVariables, 'after'>,
+    options: PageOptions = {},
+  ): AsyncIterable<T.WorkspaceRecordsNode> {
+    return this.pages<T.WorkspaceRecordsNode>(
+      operations.WorkspaceRecords,
+      variables,
+      'after',
+      ['workspace', 'records'],
+      options,
+    );
   }
 
   /** `query Workspaces`, the default operation for Query.workspaces. */

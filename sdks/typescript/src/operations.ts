@@ -2,7 +2,7 @@
 import type { OperationSpec, SubscriptionSpec } from './runtime/index.js';
 
 /** The schema version (capabilities.schemaVersion) these operations were generated from. */
-export const SCHEMA_VERSION = '4b4e48861ca7';
+export const SCHEMA_VERSION = 'f2c1d29adb0b';
 
 /**
  * Every query and mutation, by name, as AgentGraphClient.execute takes them (and sendWithClient, for
@@ -223,15 +223,23 @@ export const operations = {
       'input.name': { class: 'INTERNAL', required: true },
     },
   },
-  /** Default operation for Mutation.createWorkspace (no curated operation selects it). */
+  /**
+   * Create a workspace. secretPolicy (default REJECT) decides what a write holding a secret gets;
+   * embeddingDimensions fixes the dimension of every embedding in it (otherwise the first embedding
+   * does).
+   *
+   * From schemas/operations/memory.graphql.
+   */
   CreateWorkspace: {
     name: 'CreateWorkspace',
     kind: 'mutation',
     idempotent: true,
     document:
-      'mutation CreateWorkspace($input: CreateWorkspaceInput!, $idempotencyKey: ID!) { createWorkspace(input: $input, idempotencyKey: $idempotencyKey) { workspace { id name createdBy { id email displayName createdAt } createdAt } } }',
+      'mutation CreateWorkspace($input: CreateWorkspaceInput!, $idempotencyKey: ID!) { createWorkspace(input: $input, idempotencyKey: $idempotencyKey) { workspace { id name createdAt secretPolicy embeddingDimensions } } }',
     privacy: {
+      'input.embeddingDimensions': { class: 'INTERNAL', required: false },
       'input.name': { class: 'INTERNAL', required: true },
+      'input.secretPolicy': { class: 'INTERNAL', required: false },
     },
   },
   /**
@@ -248,6 +256,32 @@ export const operations = {
     privacy: {
       'input.version': { class: 'PUBLIC', required: true },
     },
+  },
+  /**
+   * Delete a record and everything derived from it.
+   *
+   * From schemas/operations/memory.graphql.
+   */
+  DeleteMemory: {
+    name: 'DeleteMemory',
+    kind: 'mutation',
+    idempotent: true,
+    document:
+      'mutation DeleteMemory($id: ID!, $idempotencyKey: ID!) { deleteMemory(id: $id, idempotencyKey: $idempotencyKey) { deletedId } }',
+    privacy: {},
+  },
+  /**
+   * Delete a workspace with all its records.
+   *
+   * From schemas/operations/memory.graphql.
+   */
+  DeleteWorkspace: {
+    name: 'DeleteWorkspace',
+    kind: 'mutation',
+    idempotent: true,
+    document:
+      'mutation DeleteWorkspace($id: ID!, $idempotencyKey: ID!) { deleteWorkspace(id: $id, idempotencyKey: $idempotencyKey) { deletedId recordsDeleted } }',
+    privacy: {},
   },
   /**
    * Deny a device's enrolment request: its next poll gets access_denied. Needs OPERATOR or higher.
@@ -355,6 +389,19 @@ export const operations = {
     },
   },
   /**
+   * Erase all memory of the caller's tenant (OWNER or ADMIN); an audit record stays.
+   *
+   * From schemas/operations/memory.graphql.
+   */
+  EraseTenantMemory: {
+    name: 'EraseTenantMemory',
+    kind: 'mutation',
+    idempotent: true,
+    document:
+      'mutation EraseTenantMemory($idempotencyKey: ID!) { eraseTenantMemory(idempotencyKey: $idempotencyKey) { workspacesDeleted recordsDeleted auditId erasedAt } }',
+    privacy: {},
+  },
+  /**
    * An intent of the caller's tenant (a device token sees only its own device's intents).
    *
    * Default operation for Query.intent (no curated operation selects it).
@@ -395,13 +442,30 @@ export const operations = {
       'query Members($first: Int, $after: String) { tenant { members(first: $first, after: $after) { edges { cursor node { role createdAt user { id email displayName } } } pageInfo { hasNextPage endCursor } } } }',
     privacy: {},
   },
-  /** Default operation for Query.memoryRecord (no curated operation selects it). */
+  /**
+   * The tenant's indexing jobs, newest first, optionally of one state (OWNER or ADMIN).
+   *
+   * From schemas/operations/memory.graphql.
+   */
+  MemoryJobs: {
+    name: 'MemoryJobs',
+    kind: 'query',
+    idempotent: false,
+    document:
+      'query MemoryJobs($state: MemoryJobState, $first: Int, $after: String) { memoryJobs(state: $state, first: $first, after: $after) { edges { cursor node { id recordId workspaceId state attempts lastError runAfter createdAt updatedAt } } pageInfo { hasNextPage endCursor } } }',
+    privacy: {},
+  },
+  /**
+   * One record (null when it does not exist, has expired, or is not visible to the caller).
+   *
+   * From schemas/operations/memory.graphql.
+   */
   MemoryRecord: {
     name: 'MemoryRecord',
     kind: 'query',
     idempotent: false,
     document:
-      'query MemoryRecord($id: ID!) { memoryRecord(id: $id) { id workspace { id name createdBy { id email displayName createdAt } createdAt } kind content tags version author { id email displayName createdAt } createdAt updatedAt } }',
+      'query MemoryRecord($id: ID!) { memoryRecord(id: $id) { id version kind content tags metadata embedding expiresAt createdAt updatedAt author { id displayName } workspace { id name } } }',
     privacy: {},
   },
   /** Default operation for Query.plugin (no curated operation selects it). */
@@ -456,21 +520,25 @@ export const operations = {
     privacy: {},
   },
   /**
-   * Create or replace a memory record under a client-generated id. Each write increments the version.
-   * With expectedVersion the write succeeds only if the stored version matches (VERSION_CONFLICT
-   * otherwise); expectedVersion 0 means "must not exist yet".
+   * Create or replace a record under a client-generated UUID (PUT). expectedVersion: null writes
+   * unconditionally, 0 means "must not exist yet", n means "only if still at version n"
+   * (VERSION_CONFLICT otherwise). content, metadata and embedding are PERSONAL: the client's privacy
+   * policy must allow PERSONAL.
    *
-   * Default operation for Mutation.putMemory (no curated operation selects it).
+   * From schemas/operations/memory.graphql.
    */
   PutMemory: {
     name: 'PutMemory',
     kind: 'mutation',
     idempotent: true,
     document:
-      'mutation PutMemory($id: ID!, $input: PutMemoryInput!, $expectedVersion: Int, $idempotencyKey: ID!) { putMemory(id: $id, input: $input, expectedVersion: $expectedVersion, idempotencyKey: $idempotencyKey) { record { id workspace { id name createdAt } kind content tags version author { id email displayName createdAt } createdAt updatedAt } created } }',
+      'mutation PutMemory($id: ID!, $input: PutMemoryInput!, $expectedVersion: Int, $idempotencyKey: ID!) { putMemory(id: $id, input: $input, expectedVersion: $expectedVersion, idempotencyKey: $idempotencyKey) { created record { id version kind content tags metadata expiresAt createdAt updatedAt author { id } workspace { id } } } }',
     privacy: {
       'input.content': { class: 'PERSONAL', required: true },
+      'input.embedding': { class: 'PERSONAL', required: false },
+      'input.expiresAt': { class: 'INTERNAL', required: false },
       'input.kind': { class: 'INTERNAL', required: true },
+      'input.metadata': { class: 'PERSONAL', required: false },
       'input.tags': { class: 'INTERNAL', required: false },
       'input.workspaceId': { class: 'INTERNAL', required: true },
     },
@@ -668,6 +736,28 @@ export const operations = {
     privacy: {},
   },
   /**
+   * Full-text and/or embedding search in one workspace, best first, with the scores.
+   *
+   * From schemas/operations/memory.graphql.
+   */
+  SearchMemory: {
+    name: 'SearchMemory',
+    kind: 'query',
+    idempotent: false,
+    document:
+      'query SearchMemory($workspaceId: ID!, $query: MemorySearchInput!, $first: Int, $after: String) { searchMemory(workspaceId: $workspaceId, query: $query, first: $first, after: $after) { edges { cursor score textScore vectorScore node { id version kind content tags metadata updatedAt } } pageInfo { hasNextPage endCursor } } }',
+    privacy: {
+      'query.embedding': { class: 'PERSONAL', required: false },
+      'query.filter': { class: 'INTERNAL', required: false },
+      'query.filter.authorId': { class: 'INTERNAL', required: false },
+      'query.filter.kind': { class: 'INTERNAL', required: false },
+      'query.filter.tag': { class: 'INTERNAL', required: false },
+      'query.filter.updatedSince': { class: 'INTERNAL', required: false },
+      'query.text': { class: 'PERSONAL', required: false },
+      'query.textWeight': { class: 'INTERNAL', required: false },
+    },
+  },
+  /**
    * Send a message to an agent address (an enrolled device or a user), or answer one you received
    * (replyTo). The body is PERSONAL: the client's privacy policy must allow PERSONAL.
    *
@@ -788,14 +878,37 @@ export const operations = {
     document: 'query Viewer { viewer { role user { id email displayName } tenant { id name } } }',
     privacy: {},
   },
-  /** Default operation for Query.workspace (no curated operation selects it). */
+  /**
+   * One workspace (null when it does not exist or is not visible to the caller).
+   *
+   * From schemas/operations/memory.graphql.
+   */
   Workspace: {
     name: 'Workspace',
     kind: 'query',
     idempotent: false,
     document:
-      'query Workspace($id: ID!) { workspace(id: $id) { id name createdBy { id email displayName createdAt } createdAt } }',
+      'query Workspace($id: ID!) { workspace(id: $id) { id name createdAt secretPolicy embeddingDimensions createdBy { id displayName } } }',
     privacy: {},
+  },
+  /**
+   * A workspace's records, most recently updated first, optionally filtered (paginateWorkspaceRecords
+   * walks every page; the cursor is bound to the filter).
+   *
+   * From schemas/operations/memory.graphql.
+   */
+  WorkspaceRecords: {
+    name: 'WorkspaceRecords',
+    kind: 'query',
+    idempotent: false,
+    document:
+      'query WorkspaceRecords($workspaceId: ID!, $filter: MemoryRecordFilterInput, $first: Int, $after: String) { workspace(id: $workspaceId) { id records(filter: $filter, first: $first, after: $after) { edges { cursor node { id version kind content tags metadata expiresAt updatedAt author { id } } } pageInfo { hasNextPage endCursor } } } }',
+    privacy: {
+      'filter.authorId': { class: 'INTERNAL', required: false },
+      'filter.kind': { class: 'INTERNAL', required: false },
+      'filter.tag': { class: 'INTERNAL', required: false },
+      'filter.updatedSince': { class: 'INTERNAL', required: false },
+    },
   },
   /** Default operation for Query.workspaces (no curated operation selects it). */
   Workspaces: {
@@ -803,7 +916,7 @@ export const operations = {
     kind: 'query',
     idempotent: false,
     document:
-      'query Workspaces($first: Int, $after: String) { workspaces(first: $first, after: $after) { edges { cursor node { id name createdBy { id email displayName createdAt } createdAt } } pageInfo { hasNextPage endCursor } } }',
+      'query Workspaces($first: Int, $after: String) { workspaces(first: $first, after: $after) { edges { cursor node { id name createdBy { id email displayName createdAt } createdAt secretPolicy embeddingDimensions } } pageInfo { hasNextPage endCursor } } }',
     privacy: {},
   },
 } as const satisfies Readonly<Record<string, OperationSpec>>;

@@ -73,6 +73,10 @@ export const IntentStateValues = [
   'OUTCOME_UNKNOWN',
 ] as const;
 
+export type MemoryJobState = 'QUEUED' | 'RUNNING' | 'SUCCEEDED' | 'FAILED' | 'DEAD';
+
+export const MemoryJobStateValues = ['QUEUED', 'RUNNING', 'SUCCEEDED', 'FAILED', 'DEAD'] as const;
+
 export type ReleaseState =
   'AWAITING_UPLOAD' | 'QUARANTINED' | 'ANALYSIS_FAILED' | 'IN_REVIEW' | 'APPROVED' | 'REJECTED' | 'REVOKED';
 
@@ -117,6 +121,11 @@ export const ReviewActionValues = [
 export type Role = 'OWNER' | 'ADMIN' | 'OPERATOR' | 'PUBLISHER' | 'VIEWER';
 
 export const RoleValues = ['OWNER', 'ADMIN', 'OPERATOR', 'PUBLISHER', 'VIEWER'] as const;
+
+/** What the server-side secret and personal-data filter does on a hit. */
+export type SecretPolicy = 'REJECT' | 'REDACT';
+
+export const SecretPolicyValues = ['REJECT', 'REDACT'] as const;
 
 export type TufRole = 'ROOT' | 'TARGETS' | 'SNAPSHOT' | 'TIMESTAMP' | 'ALPHA' | 'BETA' | 'STABLE';
 
@@ -180,11 +189,56 @@ export type CreateRoomInput = {
 export type CreateWorkspaceInput = {
   /** Data class: INTERNAL. */
   name: string;
+  /**
+   * Default REJECT. Data class: INTERNAL.
+   */
+  secretPolicy?: SecretPolicy | null;
+  /**
+   * Fix the embedding dimension now (1-4096); otherwise the first embedding written fixes it. Data
+   * class: INTERNAL.
+   */
+  embeddingDimensions?: number | null;
 };
 
 export type DeclareReleaseInput = {
   /** Data class: PUBLIC. */
   version: string;
+};
+
+/** Filters of Workspace.records; all given ones must hold. */
+export type MemoryRecordFilterInput = {
+  /** Data class: INTERNAL. */
+  kind?: string | null;
+  /**
+   * Records carrying this tag. Data class: INTERNAL.
+   */
+  tag?: string | null;
+  /**
+   * Records whose current version was written by this user. Data class: INTERNAL.
+   */
+  authorId?: string | null;
+  /**
+   * Records updated at or after this time. Data class: INTERNAL.
+   */
+  updatedSince?: DateTime | null;
+};
+
+export type MemorySearchInput = {
+  /**
+   * Words to find (web-search syntax: "quoted phrases", or, -exclusion). Data class: PERSONAL.
+   */
+  text?: string | null;
+  /**
+   * An embedding of the workspace's dimension to rank by cosine similarity. Data class: PERSONAL.
+   */
+  embedding?: Array<number> | null;
+  /**
+   * Weight of the text score when both text and embedding are given (0-1, default 0.5). Data class:
+   * INTERNAL.
+   */
+  textWeight?: number | null;
+  /** Data class: INTERNAL. */
+  filter?: MemoryRecordFilterInput | null;
 };
 
 export type PostMessageInput = {
@@ -201,6 +255,20 @@ export type PutMemoryInput = {
   content: string;
   /** Data class: INTERNAL. */
   tags?: Array<string> | null;
+  /**
+   * A JSON object as text: at most 16 KB (UTF-8), nesting depth 8, 256 keys in all. Data class:
+   * PERSONAL.
+   */
+  metadata?: string | null;
+  /**
+   * An embedding of the workspace's dimension (finite numbers, not all zero); stored as 32-bit floats.
+   * Data class: PERSONAL.
+   */
+  embedding?: Array<number> | null;
+  /**
+   * When the record expires; must be in the future. Data class: INTERNAL.
+   */
+  expiresAt?: DateTime | null;
 };
 
 export type RegisterDeviceInput = {
@@ -733,13 +801,17 @@ export type CreateWorkspaceData = {
     workspace: {
       id: string;
       name: string;
-      createdBy: {
-        id: string;
-        email: string;
-        displayName: string;
-        createdAt: DateTime;
-      };
       createdAt: DateTime;
+      /**
+       * What a write that holds a secret or personal data gets: REJECT (refused) or REDACT (replaced by a
+       * marker).
+       */
+      secretPolicy: SecretPolicy;
+      /**
+       * The dimension every embedding in this workspace has; null until set at creation or by the first
+       * embedding.
+       */
+      embeddingDimensions: number | null;
     };
   };
 };
@@ -811,6 +883,38 @@ export type DeclareReleaseData = {
         keyId: string | null;
       } | null;
     };
+  };
+};
+
+/** Variables of the mutation DeleteMemory. */
+export type DeleteMemoryVariables = {
+  id: string;
+  /** Made by the SDK once per call when absent (or pass `options.idempotencyKey`). */
+  idempotencyKey?: string;
+};
+
+/** Result of the mutation DeleteMemory. */
+export type DeleteMemoryData = {
+  /** Delete a record and everything derived from it (chunks, search data, jobs) in one transaction. */
+  deleteMemory: {
+    deletedId: string;
+  };
+};
+
+/** Variables of the mutation DeleteWorkspace. */
+export type DeleteWorkspaceVariables = {
+  id: string;
+  /** Made by the SDK once per call when absent (or pass `options.idempotencyKey`). */
+  idempotencyKey?: string;
+};
+
+/** Result of the mutation DeleteWorkspace. */
+export type DeleteWorkspaceData = {
+  /** Delete a workspace with all its records and everything derived from them, in one transaction. */
+  deleteWorkspace: {
+    deletedId: string;
+    /** Records deleted with it. */
+    recordsDeleted: number;
   };
 };
 
@@ -1105,6 +1209,27 @@ export type EngageEmergencyStopData = {
   };
 };
 
+/** Variables of the mutation EraseTenantMemory. */
+export type EraseTenantMemoryVariables = {
+  /** Made by the SDK once per call when absent (or pass `options.idempotencyKey`). */
+  idempotencyKey?: string;
+};
+
+/** Result of the mutation EraseTenantMemory. */
+export type EraseTenantMemoryData = {
+  /**
+   * Right to be forgotten: delete every workspace and memory record of the caller's tenant (and
+   * everything derived from them) and write an audit record. OWNER or ADMIN only.
+   */
+  eraseTenantMemory: {
+    workspacesDeleted: number;
+    recordsDeleted: number;
+    /** The audit record written for this erasure. */
+    auditId: string;
+    erasedAt: DateTime;
+  };
+};
+
 /** Variables of the query Intent. */
 export type IntentVariables = {
   id: string;
@@ -1262,6 +1387,43 @@ export type MembersData = {
 /** A node of Members's connection tenant.members. */
 export type MembersNode = NonNullable<NonNullable<MembersData['tenant']['members']['edges']>[number]>['node'];
 
+/** Variables of the query MemoryJobs. */
+export type MemoryJobsVariables = {
+  state?: MemoryJobState | null;
+  first?: number | null;
+  after?: string | null;
+};
+
+/** Result of the query MemoryJobs. */
+export type MemoryJobsData = {
+  /** The tenant's memory indexing jobs, newest first, optionally of one state. OWNER or ADMIN only. */
+  memoryJobs: {
+    edges: Array<{
+      cursor: string;
+      node: {
+        id: string;
+        recordId: string;
+        workspaceId: string;
+        state: MemoryJobState;
+        attempts: number;
+        /** What went wrong in the last attempt (never record content). */
+        lastError: string | null;
+        /** When the job runs (again) at the earliest. */
+        runAfter: DateTime;
+        createdAt: DateTime;
+        updatedAt: DateTime;
+      };
+    }>;
+    pageInfo: {
+      hasNextPage: boolean;
+      endCursor: string | null;
+    };
+  };
+};
+
+/** A node of MemoryJobs's connection memoryJobs. */
+export type MemoryJobsNode = NonNullable<NonNullable<MemoryJobsData['memoryJobs']['edges']>[number]>['node'];
+
 /** Variables of the query MemoryRecord. */
 export type MemoryRecordVariables = {
   id: string;
@@ -1271,29 +1433,26 @@ export type MemoryRecordVariables = {
 export type MemoryRecordData = {
   memoryRecord: {
     id: string;
-    workspace: {
-      id: string;
-      name: string;
-      createdBy: {
-        id: string;
-        email: string;
-        displayName: string;
-        createdAt: DateTime;
-      };
-      createdAt: DateTime;
-    };
+    version: number;
     kind: string;
     content: string;
     tags: Array<string>;
-    version: number;
-    author: {
-      id: string;
-      email: string;
-      displayName: string;
-      createdAt: DateTime;
-    };
+    /** A JSON object as text ("{}" when none was given). */
+    metadata: string;
+    /** The record's embedding (the workspace's dimension), if one was given. */
+    embedding: Array<number> | null;
+    /** When the record expires (disappears from every read and is purged); null: never. */
+    expiresAt: DateTime | null;
     createdAt: DateTime;
     updatedAt: DateTime;
+    author: {
+      id: string;
+      displayName: string;
+    };
+    workspace: {
+      id: string;
+      name: string;
+    };
   } | null;
 };
 
@@ -1496,28 +1655,27 @@ export type PutMemoryData = {
    * otherwise); expectedVersion 0 means "must not exist yet".
    */
   putMemory: {
+    /** True when this write created the record. */
+    created: boolean;
     record: {
       id: string;
-      workspace: {
-        id: string;
-        name: string;
-        createdAt: DateTime;
-      };
+      version: number;
       kind: string;
       content: string;
       tags: Array<string>;
-      version: number;
-      author: {
-        id: string;
-        email: string;
-        displayName: string;
-        createdAt: DateTime;
-      };
+      /** A JSON object as text ("{}" when none was given). */
+      metadata: string;
+      /** When the record expires (disappears from every read and is purged); null: never. */
+      expiresAt: DateTime | null;
       createdAt: DateTime;
       updatedAt: DateTime;
+      author: {
+        id: string;
+      };
+      workspace: {
+        id: string;
+      };
     };
-    /** True when this write created the record. */
-    created: boolean;
   };
 };
 
@@ -2033,6 +2191,57 @@ export type RotateTufKeyData = {
   };
 };
 
+/** Variables of the query SearchMemory. */
+export type SearchMemoryVariables = {
+  workspaceId: string;
+  query: MemorySearchInput;
+  first?: number | null;
+  after?: string | null;
+};
+
+/** Result of the query SearchMemory. */
+export type SearchMemoryData = {
+  /**
+   * Search one workspace: full-text (PostgreSQL tsvector, english) over the records' indexed chunks,
+   * and/or cosine similarity to a client-supplied embedding (exact scan). Give text, embedding or both.
+   * Scores are in [0, 1]: text only: textScore = ts_rank_cd(chunk, query, 32) of the record's best chunk
+   * (rank / (rank + 1)); embedding only: vectorScore = (1 + cosine) / 2; both: score = textWeight *
+   * textScore + (1 - textWeight) * vectorScore, over records that match the text. Highest score first,
+   * ties by id. Expired records never appear. Full-text sees a record once its indexing job has run
+   * (normally within a second of the write).
+   */
+  searchMemory: {
+    edges: Array<{
+      cursor: string;
+      /** The ranking score in [0, 1] (see Query.searchMemory). */
+      score: number;
+      /** Full-text part, when text was given. */
+      textScore: number | null;
+      /** Embedding part, when an embedding was given. */
+      vectorScore: number | null;
+      node: {
+        id: string;
+        version: number;
+        kind: string;
+        content: string;
+        tags: Array<string>;
+        /** A JSON object as text ("{}" when none was given). */
+        metadata: string;
+        updatedAt: DateTime;
+      };
+    }>;
+    pageInfo: {
+      hasNextPage: boolean;
+      endCursor: string | null;
+    };
+  };
+};
+
+/** A node of SearchMemory's connection searchMemory. */
+export type SearchMemoryNode = NonNullable<
+  NonNullable<SearchMemoryData['searchMemory']['edges']>[number]
+>['node'];
+
 /** Variables of the mutation SendAgentMessage. */
 export type SendAgentMessageVariables = {
   input: SendAgentMessageInput;
@@ -2284,15 +2493,68 @@ export type WorkspaceData = {
   workspace: {
     id: string;
     name: string;
+    createdAt: DateTime;
+    /**
+     * What a write that holds a secret or personal data gets: REJECT (refused) or REDACT (replaced by a
+     * marker).
+     */
+    secretPolicy: SecretPolicy;
+    /**
+     * The dimension every embedding in this workspace has; null until set at creation or by the first
+     * embedding.
+     */
+    embeddingDimensions: number | null;
     createdBy: {
       id: string;
-      email: string;
       displayName: string;
-      createdAt: DateTime;
     };
-    createdAt: DateTime;
   } | null;
 };
+
+/** Variables of the query WorkspaceRecords. */
+export type WorkspaceRecordsVariables = {
+  workspaceId: string;
+  filter?: MemoryRecordFilterInput | null;
+  first?: number | null;
+  after?: string | null;
+};
+
+/** Result of the query WorkspaceRecords. */
+export type WorkspaceRecordsData = {
+  workspace: {
+    id: string;
+    /** Records, most recently updated first (ties by id); expired records are not listed. */
+    records: {
+      edges: Array<{
+        cursor: string;
+        node: {
+          id: string;
+          version: number;
+          kind: string;
+          content: string;
+          tags: Array<string>;
+          /** A JSON object as text ("{}" when none was given). */
+          metadata: string;
+          /** When the record expires (disappears from every read and is purged); null: never. */
+          expiresAt: DateTime | null;
+          updatedAt: DateTime;
+          author: {
+            id: string;
+          };
+        };
+      }>;
+      pageInfo: {
+        hasNextPage: boolean;
+        endCursor: string | null;
+      };
+    };
+  } | null;
+};
+
+/** A node of WorkspaceRecords's connection workspace.records. */
+export type WorkspaceRecordsNode = NonNullable<
+  NonNullable<NonNullable<WorkspaceRecordsData['workspace']>['records']['edges']>[number]
+>['node'];
 
 /** Variables of the query Workspaces. */
 export type WorkspacesVariables = {
@@ -2315,6 +2577,16 @@ export type WorkspacesData = {
           createdAt: DateTime;
         };
         createdAt: DateTime;
+        /**
+         * What a write that holds a secret or personal data gets: REJECT (refused) or REDACT (replaced by a
+         * marker).
+         */
+        secretPolicy: SecretPolicy;
+        /**
+         * The dimension every embedding in this workspace has; null until set at creation or by the first
+         * embedding.
+         */
+        embeddingDimensions: number | null;
       };
     }>;
     pageInfo: {

@@ -1,10 +1,49 @@
-/** The memory subgraph: workspaces and memory records (schemas/memory.graphql). */
+/**
+ * The memory subgraph: workspaces and memory records (schemas/memory.graphql), their search, the secret filter,
+ * expiry, deletion and the background indexing queue. Served in-process by `npm start` or alone by src/main.ts.
+ */
 import { schemaFileOf, type SubgraphModule } from '@agentgraph/runtime';
-import { resolvers } from './resolvers.js';
+import { startIndexingWorker, type IndexingOptions } from './indexing/worker.js';
+import { createResolvers } from './resolvers.js';
+import { startMemorySweeper } from './sweeper.js';
 
-export const memorySubgraph: SubgraphModule = {
-  name: 'memory',
-  schemaFile: schemaFileOf('memory'),
-  resolvers,
-  migrations: { namespace: 'memory', dir: new URL('../migrations', import.meta.url).pathname },
-};
+export interface MemoryOptions {
+  /** The server clock (expiry, jobs, the sweeper). Default: the system clock. */
+  now?: () => Date;
+  /** How often the expiry sweeper runs (ms, default 10 000); 0 turns it off (tests sweep by hand). */
+  sweepIntervalMs?: number;
+  /** How often the indexing worker looks for due jobs besides NOTIFY (ms, default 1000); 0 turns it off. */
+  indexIntervalMs?: number;
+  /** Indexing knobs (chunk size, backoff, a failure hook for tests); `now` is the option above. */
+  indexing?: Omit<IndexingOptions, 'now'>;
+}
+
+export function createMemorySubgraph(opts: MemoryOptions = {}): SubgraphModule {
+  const now = opts.now ?? (() => new Date());
+  return {
+    name: 'memory',
+    schemaFile: schemaFileOf('memory'),
+    resolvers: createResolvers({ now }),
+    migrations: { namespace: 'memory', dir: new URL('../migrations', import.meta.url).pathname },
+    background: ({ db, log }) => {
+      const stopSweeper =
+        opts.sweepIntervalMs === 0
+          ? async () => undefined
+          : startMemorySweeper({ db, log, now, intervalMs: opts.sweepIntervalMs });
+      const worker =
+        opts.indexIntervalMs === 0
+          ? null
+          : startIndexingWorker({ ...opts.indexing, db, log, now, intervalMs: opts.indexIntervalMs });
+      return async () => {
+        await worker?.stop();
+        await stopSweeper();
+      };
+    },
+  };
+}
+
+export const memorySubgraph: SubgraphModule = createMemorySubgraph();
+
+export { runIndexingJobs, type IndexingJob, type IndexingPass } from './indexing/worker.js';
+export { sweepExpiredMemory } from './sweeper.js';
+export { filterWrite, scan, redact } from './secrets/index.js';

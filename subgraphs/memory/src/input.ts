@@ -16,11 +16,110 @@ export const uuid = () =>
 
 export const MAX_TAGS = 32;
 
+export const MAX_EMBEDDING_DIMENSIONS = 4096;
+
 export const CreateWorkspaceArgs = z.object({
   input: z.object({
     name: z.string().trim().min(1, 'must not be empty').max(200, 'must be at most 200 characters'),
+    secretPolicy: z
+      .enum(['REJECT', 'REDACT'])
+      .nullish()
+      .transform((p) => p ?? 'REJECT'),
+    embeddingDimensions: z
+      .number()
+      .int()
+      .min(1, `must be 1 to ${MAX_EMBEDDING_DIMENSIONS}`)
+      .max(MAX_EMBEDDING_DIMENSIONS, `must be 1 to ${MAX_EMBEDDING_DIMENSIONS}`)
+      .nullish()
+      .transform((n) => n ?? null),
   }),
 });
+
+/** An embedding: finite numbers, 1..4096 of them, not all zero (cosine needs a direction). */
+export const embedding = () =>
+  z
+    .array(z.number().refine(Number.isFinite, 'must hold finite numbers only'))
+    .min(1, `must have 1 to ${MAX_EMBEDDING_DIMENSIONS} numbers`)
+    .max(MAX_EMBEDDING_DIMENSIONS, `must have 1 to ${MAX_EMBEDDING_DIMENSIONS} numbers`)
+    .refine((v) => v.some((x) => Math.fround(x) !== 0), 'must not be all zeros (as 32-bit floats)');
+
+const dateTime = () => z.date().refine((d) => !Number.isNaN(d.getTime()), 'must be an ISO-8601 timestamp');
+
+/** Bounds of PutMemoryInput.metadata (a JSON object as text). */
+export const METADATA_LIMITS = { maxBytes: 16 * 1024, maxDepth: 8, maxKeys: 256, maxKeyLength: 128 } as const;
+
+type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
+
+function measure(value: JsonValue, depth: number, acc: { depth: number; keys: number; longKey: boolean }) {
+  acc.depth = Math.max(acc.depth, depth);
+  if (Array.isArray(value)) for (const v of value) measure(v, depth + 1, acc);
+  else if (value && typeof value === 'object') {
+    for (const [k, v] of Object.entries(value)) {
+      acc.keys++;
+      if (k.length > METADATA_LIMITS.maxKeyLength) acc.longKey = true;
+      measure(v, depth + 1, acc);
+    }
+  }
+}
+
+/** Metadata: JSON object text within METADATA_LIMITS; parsed. Each failure names the limit. */
+function metadataText() {
+  const L = METADATA_LIMITS;
+  return z
+    .string()
+    .nullish()
+    .transform((text, ctx): Record<string, JsonValue> => {
+      if (text == null || text === '') return {};
+      if (Buffer.byteLength(text, 'utf8') > L.maxBytes) {
+        ctx.addIssue({
+          code: 'custom',
+          message: `must be at most ${L.maxBytes} bytes (limit maxBytes)`,
+          params: { limit: 'maxBytes', max: L.maxBytes },
+        });
+        return z.NEVER;
+      }
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(text);
+      } catch {
+        ctx.addIssue({ code: 'custom', message: 'must be JSON object text, e.g. {"source":"chat"}' });
+        return z.NEVER;
+      }
+      if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) {
+        ctx.addIssue({ code: 'custom', message: 'must be a JSON object (not an array or a scalar)' });
+        return z.NEVER;
+      }
+      const acc = { depth: 0, keys: 0, longKey: false };
+      measure(parsed as JsonValue, 1, acc);
+      if (acc.depth > L.maxDepth) {
+        ctx.addIssue({
+          code: 'custom',
+          message: `must nest at most ${L.maxDepth} levels deep (limit maxDepth)`,
+          params: { limit: 'maxDepth', max: L.maxDepth },
+        });
+      } else if (acc.keys > L.maxKeys) {
+        ctx.addIssue({
+          code: 'custom',
+          message: `must have at most ${L.maxKeys} keys in all (limit maxKeys)`,
+          params: { limit: 'maxKeys', max: L.maxKeys },
+        });
+      } else if (acc.longKey) {
+        ctx.addIssue({
+          code: 'custom',
+          message: `keys must be at most ${L.maxKeyLength} characters (limit maxKeyLength)`,
+          params: { limit: 'maxKeyLength', max: L.maxKeyLength },
+        });
+      } else if (/\\u0000/.test(text)) {
+        ctx.addIssue({
+          code: 'custom',
+          message: 'must not contain NUL characters (PostgreSQL jsonb cannot store them)',
+        });
+      } else {
+        return parsed as Record<string, JsonValue>;
+      }
+      return z.NEVER;
+    });
+}
 
 export const PutMemoryArgs = z.object({
   id: uuid(),
@@ -43,7 +142,65 @@ export const PutMemoryArgs = z.object({
       .max(MAX_TAGS, `at most ${MAX_TAGS} tags`)
       .nullish()
       .transform((t) => t ?? []),
+    metadata: metadataText(),
+    embedding: embedding()
+      .nullish()
+      .transform((e) => e ?? null),
+    expiresAt: dateTime()
+      .nullish()
+      .transform((d) => d ?? null),
   }),
+});
+
+export const MemoryRecordFilterInput = z
+  .object({
+    kind: z.string().min(1).max(64, 'must be at most 64 characters').nullish(),
+    tag: z.string().min(1).max(64, 'must be at most 64 characters').nullish(),
+    authorId: z.string().min(1).max(200, 'must be at most 200 characters').nullish(),
+    updatedSince: dateTime().nullish(),
+  })
+  .nullish()
+  .transform((f) => ({
+    kind: f?.kind ?? null,
+    tag: f?.tag ?? null,
+    authorId: f?.authorId ?? null,
+    updatedSince: f?.updatedSince ?? null,
+  }));
+export type RecordFilter = z.output<typeof MemoryRecordFilterInput>;
+
+export const RecordsArgs = z.object({ filter: MemoryRecordFilterInput });
+
+export const SearchArgs = z.object({
+  workspaceId: uuid(),
+  query: z
+    .object({
+      text: z
+        .string()
+        .trim()
+        .max(1000, 'must be at most 1000 characters')
+        .nullish()
+        .transform((t) => (t ? t : null)),
+      embedding: embedding()
+        .nullish()
+        .transform((e) => e ?? null),
+      textWeight: z
+        .number()
+        .min(0, 'must be between 0 and 1')
+        .max(1, 'must be between 0 and 1')
+        .nullish()
+        .transform((w) => w ?? 0.5),
+      filter: MemoryRecordFilterInput,
+    })
+    .refine((q) => q.text !== null || q.embedding !== null, {
+      message: 'needs text, an embedding, or both',
+    }),
+});
+export type SearchQuery = z.output<typeof SearchArgs>['query'];
+
+export const DeleteArgs = z.object({ id: uuid() });
+
+export const JobsArgs = z.object({
+  state: z.enum(['QUEUED', 'RUNNING', 'SUCCEEDED', 'FAILED', 'DEAD']).nullish(),
 });
 
 /** Parses arguments or throws BAD_USER_INPUT with the first problem (field path in extensions.field). */
@@ -52,18 +209,32 @@ export function parseArgs<S extends z.ZodType>(schema: S, args: unknown): z.outp
   if (parsed.success) return parsed.data;
   const issue = parsed.error.issues[0]!;
   const field = issue.path.map(String).join('.');
+  const params = issue.code === 'custom' ? (issue.params ?? {}) : {};
   throw badInput(`Invalid ${field || 'arguments'}: ${issue.message}. Fix it and send the request again.`, {
     field,
+    ...params,
   });
 }
 
-/** Writers are every role but VIEWER. */
+/** Writers: OWNER, ADMIN and OPERATOR (not VIEWER, nor a catalog-only role). */
 export function requireWriter(auth: AuthContext | null): AuthContext {
   const a = requireAuth(auth);
-  if (a.role === 'VIEWER') {
+  if (a.role !== 'OWNER' && a.role !== 'ADMIN' && a.role !== 'OPERATOR') {
     throw new AppError(
       'FORBIDDEN',
-      'Your role (VIEWER) can read memory but not change it. Ask an owner or admin of your tenant for a writing role.',
+      `Your role (${a.role}) can read memory but not change it. Ask an owner or admin of your tenant for a writing role.`,
+    );
+  }
+  return a;
+}
+
+/** Tenant administration (jobs, tenant-wide erasure): OWNER and ADMIN. */
+export function requireAdmin(auth: AuthContext | null): AuthContext {
+  const a = requireAuth(auth);
+  if (a.role !== 'OWNER' && a.role !== 'ADMIN') {
+    throw new AppError(
+      'FORBIDDEN',
+      `This needs the OWNER or ADMIN role; your token has ${a.role}. Ask an owner or admin of your tenant.`,
     );
   }
   return a;

@@ -1,28 +1,54 @@
 /**
- * Resolvers of schemas/memory.graphql, typed by the generated Resolvers. Reads run in tenantRead (one shared transaction per turn of a request), writes in
- * idempotentMutation; both go through Row-Level Security, so another tenant's rows are simply not there.
+ * Resolvers of schemas/memory.graphql, typed by the generated Resolvers. Reads run in tenantRead (one shared
+ * transaction per turn of a request), writes in idempotentMutation; both go through Row-Level Security, so another
+ * tenant's rows are simply not there. A factory: the clock (expiry, job times) is injected.
  */
+import { createHash } from 'node:crypto';
 import {
   AppError,
+  canonicalJson,
   DateTimeScalar,
   idempotentMutation,
   keysetPage,
   timeKey,
   loaderFor,
+  notFound,
   tenantRead,
   type SubgraphContext,
 } from '@agentgraph/runtime';
 import type { Resolvers } from './generated/resolvers.js';
 import {
   CreateWorkspaceArgs,
+  DeleteArgs,
   isUuid,
+  JobsArgs,
   parseArgs,
   PutMemoryArgs,
+  RecordsArgs,
+  requireAdmin,
   requireReader,
   requireWriter,
+  SearchArgs,
+  type RecordFilter,
 } from './input.js';
 import type { MemoryRecordModel, WorkspaceModel } from './models.js';
+import { scoreKey, searchRecords } from './search.js';
 import * as store from './store.js';
+
+export interface ResolverOptions {
+  /** The server clock: expiry is compared with it, jobs are stamped with it. */
+  now: () => Date;
+}
+
+/** The part of a cursor scope that binds it to a filter (empty for no filter, so old cursors stay valid). */
+function filterScope(filter: RecordFilter): string {
+  const set = Object.fromEntries(
+    Object.entries(filter)
+      .filter(([, v]) => v != null)
+      .map(([k, v]) => [k, v instanceof Date ? v.toISOString() : v]),
+  );
+  return Object.keys(set).length === 0 ? '' : `:${canonicalJson(set)}`;
+}
 
 const user = (id: string) => ({ __typename: 'User' as const, id });
 
@@ -38,66 +64,169 @@ async function workspaceById(ctx: SubgraphContext, id: unknown): Promise<Workspa
   ).load(id.toLowerCase());
 }
 
-async function recordById(ctx: SubgraphContext, id: unknown): Promise<MemoryRecordModel | null> {
-  requireReader(ctx.auth);
-  if (!isUuid(id)) return null;
-  return loaderFor(ctx, 'memory.recordById', (ids: readonly string[]) =>
-    tenantRead(ctx, (tx) => store.findRecords(tx, ids)),
-  ).load(id.toLowerCase());
+export function createResolvers(opts: ResolverOptions): Resolvers {
+  const { now } = opts;
+
+  async function recordById(ctx: SubgraphContext, id: unknown): Promise<MemoryRecordModel | null> {
+    requireReader(ctx.auth);
+    if (!isUuid(id)) return null;
+    return loaderFor(ctx, 'memory.recordById', (ids: readonly string[]) =>
+      tenantRead(ctx, (tx) => store.findRecords(tx, ids, now())),
+    ).load(id.toLowerCase());
+  }
+
+  return {
+    DateTime: DateTimeScalar,
+
+    Query: {
+      workspace: (_parent, { id }, ctx) => workspaceById(ctx, id),
+      memoryRecord: (_parent, { id }, ctx) => recordById(ctx, id),
+      workspaces: (_parent, args, ctx) => {
+        const auth = requireReader(ctx.auth);
+        return keysetPage(ctx, `Query.workspaces:${auth.tenantId}:`, args, timeKey, (limit, after) =>
+          tenantRead(ctx, (tx) => store.listWorkspaces(tx, limit, after)),
+        );
+      },
+      searchMemory: async (_parent, args, ctx) => {
+        const auth = requireReader(ctx.auth);
+        const { workspaceId, query } = parseArgs(SearchArgs, args);
+        const workspace = await workspaceById(ctx, workspaceId);
+        if (!workspace) throw notFound('The workspace (workspaceId)');
+        if (query.embedding && workspace.embeddingDimensions !== query.embedding.length) {
+          throw new AppError(
+            'BAD_USER_INPUT',
+            workspace.embeddingDimensions == null
+              ? 'query.embedding: this workspace has no embeddings yet. Search by text, or write records with embeddings first.'
+              : `query.embedding has ${query.embedding.length} dimensions, but this workspace's embeddings have ${workspace.embeddingDimensions}.`,
+            {
+              field: 'query.embedding',
+              expected: workspace.embeddingDimensions,
+              got: query.embedding.length,
+            },
+          );
+        }
+        // The cursor is bound to the whole query (text, embedding, weight, filter), by digest.
+        const digest = createHash('sha256')
+          .update(canonicalJson({ ...query, filter: filterScope(query.filter) }))
+          .digest('base64url');
+        const page = await keysetPage(
+          ctx,
+          `Query.searchMemory:${auth.tenantId}:${workspace.id}:${digest}`,
+          args,
+          scoreKey,
+          (limit, after) => tenantRead(ctx, (tx) => searchRecords(tx, workspace, query, limit, after, now())),
+        );
+        return {
+          pageInfo: page.pageInfo,
+          edges: page.edges.map((e) => ({
+            get cursor() {
+              return e.cursor;
+            },
+            node: e.node.record,
+            score: e.node.score,
+            textScore: e.node.textScore,
+            vectorScore: e.node.vectorScore,
+          })),
+        };
+      },
+      memoryJobs: (_parent, args, ctx) => {
+        const auth = requireAdmin(ctx.auth);
+        const { state } = parseArgs(JobsArgs, args);
+        return keysetPage(
+          ctx,
+          `Query.memoryJobs:${auth.tenantId}:${state ?? ''}`,
+          args,
+          timeKey,
+          (limit, after) => tenantRead(ctx, (tx) => store.listJobs(tx, state ?? null, limit, after)),
+        );
+      },
+    },
+
+    Mutation: {
+      createWorkspace: (_parent, args, ctx) => {
+        requireWriter(ctx.auth);
+        const { input } = parseArgs(CreateWorkspaceArgs, args);
+        return idempotentMutation(ctx, 'Mutation.createWorkspace', args, async (tx, auth) => ({
+          workspace: await store.createWorkspace(tx, auth, input.name, input),
+        }));
+      },
+      deleteMemory: (_parent, args, ctx) => {
+        requireWriter(ctx.auth);
+        const { id } = parseArgs(DeleteArgs, args);
+        return idempotentMutation(ctx, 'Mutation.deleteMemory', args, async (tx) => {
+          if (!(await store.deleteRecord(tx, id, now()))) throw notFound('The memory record (id)');
+          return { deletedId: id };
+        });
+      },
+      deleteWorkspace: (_parent, args, ctx) => {
+        requireWriter(ctx.auth);
+        const { id } = parseArgs(DeleteArgs, args);
+        return idempotentMutation(ctx, 'Mutation.deleteWorkspace', args, async (tx) => {
+          const done = await store.deleteWorkspace(tx, id, now());
+          if (!done) throw notFound('The workspace (id)');
+          return { deletedId: id, recordsDeleted: done.recordsDeleted };
+        });
+      },
+      eraseTenantMemory: (_parent, args, ctx) => {
+        requireAdmin(ctx.auth);
+        return idempotentMutation(ctx, 'Mutation.eraseTenantMemory', args, (tx, auth) =>
+          store.eraseTenantMemory(tx, auth, now()),
+        );
+      },
+      putMemory: (_parent, args, ctx) => {
+        requireWriter(ctx.auth);
+        const { id, input, expectedVersion } = parseArgs(PutMemoryArgs, args);
+        const maxBytes = ctx.config.limits.maxPayloadBytes;
+        if (Buffer.byteLength(input.content, 'utf8') > maxBytes) {
+          throw new AppError(
+            'PAYLOAD_TOO_LARGE',
+            `input.content is over the limit of ${maxBytes} bytes (UTF-8). Store less per record, or split it into several records.`,
+            { field: 'input.content', maxBytes },
+          );
+        }
+        return idempotentMutation(ctx, 'Mutation.putMemory', args, (tx, auth) =>
+          store.putRecord(
+            tx,
+            auth,
+            { id, ...input, expectedVersion: expectedVersion ?? null },
+            { now: now() },
+          ),
+        );
+      },
+    },
+
+    Workspace: {
+      __resolveReference: (ref, ctx) => workspaceById(ctx, ref.id),
+      createdBy: (w) => user(w.createdById),
+      records: (w, args, ctx) => {
+        const auth = requireReader(ctx.auth);
+        const { filter } = parseArgs(RecordsArgs, { filter: args.filter });
+        return keysetPage(
+          ctx,
+          `Workspace.records:${auth.tenantId}:${w.id}${filterScope(filter)}`,
+          args,
+          timeKey,
+          (limit, after) => tenantRead(ctx, (tx) => store.listRecords(tx, w, limit, after, filter, now())),
+        );
+      },
+    },
+
+    MemoryJob: {
+      // Jobs are for admins: a reference from anyone else is FORBIDDEN, like the list; another tenant's is null.
+      __resolveReference: (ref, ctx) => {
+        requireAdmin(ctx.auth);
+        if (!isUuid(ref.id)) return null;
+        return loaderFor(ctx, 'memory.jobById', (ids: readonly string[]) =>
+          tenantRead(ctx, (tx) => store.findJobs(tx, ids)),
+        ).load(ref.id.toLowerCase());
+      },
+    },
+
+    MemoryRecord: {
+      __resolveReference: (ref, ctx) => recordById(ctx, ref.id),
+      author: (r) => user(r.authorId),
+    },
+  };
 }
 
-export const resolvers: Resolvers = {
-  DateTime: DateTimeScalar,
-
-  Query: {
-    workspace: (_parent, { id }, ctx) => workspaceById(ctx, id),
-    memoryRecord: (_parent, { id }, ctx) => recordById(ctx, id),
-    workspaces: (_parent, args, ctx) => {
-      const auth = requireReader(ctx.auth);
-      return keysetPage(ctx, `Query.workspaces:${auth.tenantId}:`, args, timeKey, (limit, after) =>
-        tenantRead(ctx, (tx) => store.listWorkspaces(tx, limit, after)),
-      );
-    },
-  },
-
-  Mutation: {
-    createWorkspace: (_parent, args, ctx) => {
-      requireWriter(ctx.auth);
-      const { input } = parseArgs(CreateWorkspaceArgs, args);
-      return idempotentMutation(ctx, 'Mutation.createWorkspace', args, async (tx, auth) => ({
-        workspace: await store.createWorkspace(tx, auth, input.name),
-      }));
-    },
-    putMemory: (_parent, args, ctx) => {
-      requireWriter(ctx.auth);
-      const { id, input, expectedVersion } = parseArgs(PutMemoryArgs, args);
-      const maxBytes = ctx.config.limits.maxPayloadBytes;
-      if (Buffer.byteLength(input.content, 'utf8') > maxBytes) {
-        throw new AppError(
-          'PAYLOAD_TOO_LARGE',
-          `input.content is over the limit of ${maxBytes} bytes (UTF-8). Store less per record, or split it into several records.`,
-          { field: 'input.content', maxBytes },
-        );
-      }
-      return idempotentMutation(ctx, 'Mutation.putMemory', args, (tx, auth) =>
-        store.putRecord(tx, auth, { id, ...input, expectedVersion: expectedVersion ?? null }),
-      );
-    },
-  },
-
-  Workspace: {
-    __resolveReference: (ref, ctx) => workspaceById(ctx, ref.id),
-    createdBy: (w) => user(w.createdById),
-    records: (w, args, ctx) => {
-      const auth = requireReader(ctx.auth);
-      return keysetPage(ctx, `Workspace.records:${auth.tenantId}:${w.id}`, args, timeKey, (limit, after) =>
-        tenantRead(ctx, (tx) => store.listRecords(tx, w, limit, after)),
-      );
-    },
-  },
-
-  MemoryRecord: {
-    __resolveReference: (ref, ctx) => recordById(ctx, ref.id),
-    author: (r) => user(r.authorId),
-  },
-};
+export const resolvers: Resolvers = createResolvers({ now: () => new Date() });

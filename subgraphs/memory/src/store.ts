@@ -13,26 +13,44 @@ import {
   type Keyed,
 } from '@agentgraph/runtime';
 import {
+  toJob,
   toRecord,
   toWorkspace,
+  type JobRow,
+  type MemoryJobModel,
+  type MemoryJobState,
   type MemoryRecordModel,
   type RecordRow,
   type WorkspaceModel,
   type WorkspaceRow,
 } from './models.js';
+import { filterWrite, type Json } from './secrets/index.js';
 
-const WORKSPACE = 'w.id, w.name, w.created_by, w.created_at';
-const RECORD =
-  'r.id, r.workspace_id, r.kind, r.content, r.tags, r.version, r.author, r.created_at, r.updated_at';
+export const WORKSPACE = 'w.id, w.name, w.created_by, w.created_at, w.secret_policy, w.embedding_dim';
+export const RECORD =
+  'r.id, r.workspace_id, r.kind, r.content, r.tags, r.version, r.author, r.created_at, r.updated_at, ' +
+  'r.metadata, r.embedding, r.expires_at';
+/** Visible records: not expired at the server clock's time (parameter `$n`, not SQL now(), so fake clocks work). */
+export const notExpired = (param: string) => `(r.expires_at IS NULL OR r.expires_at > ${param}::timestamptz)`;
+
+/** Woken on every enqueued indexing job (delivered on commit); the worker then claims what is due. */
+export const JOBS_CHANNEL = 'memory_jobs';
+
+export interface WorkspaceOptions {
+  secretPolicy?: 'REJECT' | 'REDACT';
+  embeddingDimensions?: number | null;
+}
 
 export async function createWorkspace(
   tx: Queryable,
   auth: AuthContext,
   name: string,
+  opts: WorkspaceOptions = {},
 ): Promise<WorkspaceModel> {
   const r = await tx.query<WorkspaceRow>(
-    `INSERT INTO memory.workspaces AS w (tenant_id, name, created_by) VALUES ($1, $2, $3) RETURNING ${WORKSPACE}`,
-    [auth.tenantId, name, auth.principalId],
+    `INSERT INTO memory.workspaces AS w (tenant_id, name, created_by, secret_policy, embedding_dim)
+     VALUES ($1, $2, $3, $4, $5) RETURNING ${WORKSPACE}`,
+    [auth.tenantId, name, auth.principalId, opts.secretPolicy ?? 'REJECT', opts.embeddingDimensions ?? null],
   );
   return toWorkspace(r.rows[0]!);
 }
@@ -67,28 +85,71 @@ export async function listWorkspaces(
   return r.rows.map((row) => ({ node: toWorkspace(row), key: { value: row.sort_time, id: row.id } }));
 }
 
-/** Records by id (lowercase uuids) with their workspace, in one query; batched per request. */
-export async function findRecords(
-  tx: Queryable,
-  ids: readonly string[],
-): Promise<Map<string, MemoryRecordModel>> {
-  const r = await tx.query<
-    RecordRow & { w_id: string; w_name: string; w_created_by: string; w_created_at: Date }
-  >(
-    `SELECT ${RECORD}, w.id AS w_id, w.name AS w_name, w.created_by AS w_created_by, w.created_at AS w_created_at
-       FROM memory.records r
-       JOIN memory.workspaces w ON w.tenant_id = r.tenant_id AND w.id = r.workspace_id
-      WHERE r.id = ANY($1::uuid[])`,
-    [ids],
-  );
-  const workspace = (row: (typeof r.rows)[number]) =>
+type RecordWithWorkspaceRow = RecordRow & {
+  w_id: string;
+  w_name: string;
+  w_created_by: string;
+  w_created_at: Date;
+  w_secret_policy: 'REJECT' | 'REDACT';
+  w_embedding_dim: number | null;
+};
+export const RECORD_WITH_WORKSPACE = `${RECORD}, w.id AS w_id, w.name AS w_name, w.created_by AS w_created_by,
+  w.created_at AS w_created_at, w.secret_policy AS w_secret_policy, w.embedding_dim AS w_embedding_dim`;
+
+export function toRecordWithWorkspace(row: RecordWithWorkspaceRow): MemoryRecordModel {
+  return toRecord(
+    row,
     toWorkspace({
       id: row.w_id,
       name: row.w_name,
       created_by: row.w_created_by,
       created_at: row.w_created_at,
-    });
-  return new Map(r.rows.map((row) => [row.id, toRecord(row, workspace(row))]));
+      secret_policy: row.w_secret_policy,
+      embedding_dim: row.w_embedding_dim,
+    }),
+  );
+}
+
+/** Records by id (lowercase uuids) with their workspace, in one query; batched per request. Expired ones are absent. */
+export async function findRecords(
+  tx: Queryable,
+  ids: readonly string[],
+  now: Date = new Date(),
+): Promise<Map<string, MemoryRecordModel>> {
+  const r = await tx.query<RecordWithWorkspaceRow>(
+    `SELECT ${RECORD_WITH_WORKSPACE}
+       FROM memory.records r
+       JOIN memory.workspaces w ON w.tenant_id = r.tenant_id AND w.id = r.workspace_id
+      WHERE r.id = ANY($1::uuid[]) AND ${notExpired('$2')}`,
+    [ids, now.toISOString()],
+  );
+  return new Map(r.rows.map((row) => [row.id, toRecordWithWorkspace(row)]));
+}
+
+/** The SQL conditions (and their parameters, numbered from `first`) of a MemoryRecordFilter. */
+export interface RecordFilterValues {
+  kind: string | null;
+  tag: string | null;
+  authorId: string | null;
+  updatedSince: Date | null;
+}
+
+export function filterSql(
+  filter: RecordFilterValues | undefined,
+  first: number,
+): { sql: string; params: unknown[] } {
+  const parts: string[] = [];
+  const params: unknown[] = [];
+  const add = (cond: (p: string) => string, value: unknown) => {
+    params.push(value);
+    parts.push(cond(`$${first + params.length - 1}`));
+  };
+  if (filter?.kind != null) add((p) => `r.kind = ${p}`, filter.kind);
+  if (filter?.tag != null) add((p) => `r.tags @> ARRAY[${p}::text]`, filter.tag);
+  if (filter?.authorId != null) add((p) => `r.author = ${p}`, filter.authorId);
+  if (filter?.updatedSince != null)
+    add((p) => `r.updated_at >= ${p}::timestamptz`, filter.updatedSince.toISOString());
+  return { sql: parts.map((c) => ` AND ${c}`).join(''), params };
 }
 
 export async function listRecords(
@@ -96,13 +157,18 @@ export async function listRecords(
   workspace: WorkspaceModel,
   limit: number,
   after: After | null,
+  filter?: RecordFilterValues,
+  now: Date = new Date(),
 ): Promise<Keyed<MemoryRecordModel>[]> {
+  const base = [workspace.id, limit, now.toISOString()];
+  const position = after ? [after.value, after.id] : [];
+  const f = filterSql(filter, base.length + position.length + 1);
   const r = await tx.query<RecordRow & { sort_time: string }>(
     `SELECT ${RECORD}, ${cursorTime('r.updated_at')} AS sort_time FROM memory.records r
-      WHERE r.workspace_id = $1
-      ${after ? 'AND (r.updated_at, r.id) < ($3::timestamptz, $4::uuid)' : ''}
+      WHERE r.workspace_id = $1 AND ${notExpired('$3')}
+      ${after ? 'AND (r.updated_at, r.id) < ($4::timestamptz, $5::uuid)' : ''}${f.sql}
       ORDER BY r.updated_at DESC, r.id DESC LIMIT $2`,
-    after ? [workspace.id, limit, after.value, after.id] : [workspace.id, limit],
+    [...base, ...position, ...f.params],
   );
   return r.rows.map((row) => ({ node: toRecord(row, workspace), key: { value: row.sort_time, id: row.id } }));
 }
@@ -115,6 +181,14 @@ export interface PutRecord {
   tags: string[];
   /** null: unconditional; 0: must not exist; n: the stored version must be n. */
   expectedVersion: number | null;
+  metadata?: Record<string, Json>;
+  embedding?: number[] | null;
+  expiresAt?: Date | null;
+}
+
+export interface PutOptions {
+  /** The server clock (expiry, job times). */
+  now?: Date;
 }
 
 function versionConflict(currentVersion: number): AppError {
@@ -129,23 +203,57 @@ function versionConflict(currentVersion: number): AppError {
 
 /**
  * Create or replace a record under its client-chosen id (PUT). Concurrent writers of one record serialise on the
- * row lock (SELECT ... FOR UPDATE) and each sees the version the previous one committed, so an expectedVersion
- * check can never pass twice for one version: no lost update. Two creators race on the primary key instead:
+ * row lock (SELECT ... FOR NO KEY UPDATE, which lets the indexer's foreign-key checks through) and each sees the
+ * version the previous one committed, so an expectedVersion check can never pass twice for one version: no lost
+ * update. Two creators race on the primary key instead:
  * INSERT ... ON CONFLICT DO NOTHING waits for the other's commit, and the loser goes round again as an update.
  */
 export async function putRecord(
   tx: Queryable,
   auth: AuthContext,
   put: PutRecord,
+  opts: PutOptions = {},
 ): Promise<{ record: MemoryRecordModel; created: boolean }> {
+  const now = opts.now ?? new Date();
   const workspace = await findWorkspace(tx, put.workspaceId);
   if (!workspace) throw notFound('The workspace (input.workspaceId)');
-  for (let attempt = 0; attempt < 2; attempt++) {
-    const current = await tx.query<{ workspace_id: string; version: number }>(
-      'SELECT workspace_id, version FROM memory.records WHERE id = $1 FOR UPDATE',
-      [put.id],
+  if (put.expiresAt && put.expiresAt.getTime() <= now.getTime()) {
+    throw badInput(
+      'input.expiresAt is not in the future. Send a later time, or null for a record that does not expire.',
+      {
+        field: 'input.expiresAt',
+      },
     );
-    const row = current.rows[0];
+  }
+  // The secret filter, with the workspace's policy: after this nothing secret is left to store.
+  const clean = filterWrite(
+    { content: put.content, kind: put.kind, tags: put.tags, metadata: put.metadata ?? {} },
+    workspace.secretPolicy,
+  ).value;
+  const embedding = put.embedding ?? null;
+  if (embedding) await fixDimension(tx, workspace, embedding.length, 'input.embedding');
+  const values = [
+    clean.kind,
+    clean.content,
+    clean.tags,
+    auth.principalId,
+    JSON.stringify(clean.metadata),
+    embedding,
+    put.expiresAt ? put.expiresAt.toISOString() : null,
+  ];
+  const NORM = `CASE WHEN $7::real[] IS NULL THEN NULL ELSE sqrt((SELECT sum(x::float8 * x::float8) FROM unnest($7::real[]) x)) END`;
+  for (let attempt = 0; attempt < 2; attempt++) {
+    const current = await tx.query<{ workspace_id: string; version: number; expired: boolean }>(
+      `SELECT workspace_id, version, (expires_at IS NOT NULL AND expires_at <= $2::timestamptz) AS expired
+         FROM memory.records WHERE id = $1 FOR NO KEY UPDATE`,
+      [put.id, now.toISOString()],
+    );
+    let row = current.rows[0];
+    if (row?.expired) {
+      // Expired is gone: the sweeper has not purged it yet, so this write does (with its chunks and jobs).
+      await tx.query('DELETE FROM memory.records WHERE id = $1', [put.id]);
+      row = undefined;
+    }
     if (row) {
       if (row.workspace_id !== workspace.id) {
         throw badInput(
@@ -158,23 +266,187 @@ export async function putRecord(
       }
       const updated = await tx.query<RecordRow>(
         `UPDATE memory.records AS r
-            SET kind = $2, content = $3, tags = $4, author = $5, version = r.version + 1, updated_at = now()
+            SET kind = $2, content = $3, tags = $4, author = $5, version = r.version + 1, updated_at = now(),
+                metadata = $6::jsonb, embedding = $7::real[], embedding_norm = ${NORM}, expires_at = $8
           WHERE r.id = $1
           RETURNING ${RECORD}`,
-        [put.id, put.kind, put.content, put.tags, auth.principalId],
+        [put.id, ...values],
       );
+      // The old search data goes now; the indexing job cuts the new content. After an indexer of this record has
+      // finished (its lock), so its chunks are seen and deleted too.
+      await lockIndexing(tx, auth.tenantId, put.id);
+      await tx.query('DELETE FROM memory.chunks WHERE record_id = $1', [put.id]);
+      await enqueueIndexing(tx, auth, put.id, workspace.id, now);
       return { record: toRecord(updated.rows[0]!, workspace), created: false };
     }
     if (put.expectedVersion != null && put.expectedVersion !== 0) throw versionConflict(0);
     const inserted = await tx.query<RecordRow>(
-      `INSERT INTO memory.records AS r (tenant_id, id, workspace_id, kind, content, tags, version, author)
-       VALUES ($1, $2, $3, $4, $5, $6, 1, $7)
+      `INSERT INTO memory.records AS r (tenant_id, id, workspace_id, version,
+              kind, content, tags, author, metadata, embedding, embedding_norm, expires_at)
+       VALUES ($9, $1, $10, 1, $2, $3, $4, $5, $6::jsonb, $7::real[], ${NORM}, $8)
        ON CONFLICT (tenant_id, id) DO NOTHING
        RETURNING ${RECORD}`,
-      [auth.tenantId, put.id, workspace.id, put.kind, put.content, put.tags, auth.principalId],
+      [put.id, ...values, auth.tenantId, workspace.id],
     );
-    if (inserted.rows[0]) return { record: toRecord(inserted.rows[0], workspace), created: true };
+    if (inserted.rows[0]) {
+      await enqueueIndexing(tx, auth, put.id, workspace.id, now);
+      return { record: toRecord(inserted.rows[0], workspace), created: true };
+    }
     // Another transaction created it after our look and has committed (ON CONFLICT waited for it): update it.
   }
   throw new Error('putRecord: the record neither exists nor could be inserted');
+}
+
+/**
+ * The workspace's embedding dimension: fixed by the first embedding when not set at creation (a concurrent first
+ * writer may win: the UPDATE re-checks `IS NULL` after waiting, then we read what was committed).
+ */
+export async function fixDimension(
+  tx: Queryable,
+  workspace: WorkspaceModel,
+  dimension: number,
+  field: string,
+): Promise<number> {
+  let dim = workspace.embeddingDimensions;
+  if (dim == null) {
+    await tx.query(
+      'UPDATE memory.workspaces SET embedding_dim = $2 WHERE id = $1 AND embedding_dim IS NULL',
+      [workspace.id, dimension],
+    );
+    const r = await tx.query<{ embedding_dim: number }>(
+      'SELECT embedding_dim FROM memory.workspaces WHERE id = $1',
+      [workspace.id],
+    );
+    dim = r.rows[0]!.embedding_dim;
+    workspace.embeddingDimensions = dim;
+  }
+  if (dim !== dimension) {
+    throw badInput(
+      `${field} has ${dimension} dimensions, but this workspace's embeddings have ${dim}. Use the same embedding model for the whole workspace.`,
+      { field, expected: dim, got: dimension },
+    );
+  }
+  return dim;
+}
+
+/**
+ * The lock an indexer of a record holds while it rewrites the record's chunks. Lock order, so nothing deadlocks:
+ * writers take the record row (FOR NO KEY UPDATE) and then this lock; the indexer takes this lock and then the row
+ * FOR KEY SHARE (compatible with the writer's row lock, so it never waits for a writer that waits for it).
+ */
+export async function lockIndexing(tx: Queryable, tenantId: string, recordId: string): Promise<void> {
+  await tx.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [
+    `memory.index:${tenantId}:${recordId}`,
+  ]);
+}
+
+/** Queues the record's indexing (one waiting job per record) and wakes the worker on commit. */
+async function enqueueIndexing(
+  tx: Queryable,
+  auth: AuthContext,
+  recordId: string,
+  workspaceId: string,
+  now: Date,
+): Promise<void> {
+  await tx.query(
+    `INSERT INTO memory.jobs (tenant_id, record_id, workspace_id, run_after, created_at, updated_at)
+     VALUES ($1, $2, $3, $4, $4, $4)
+     ON CONFLICT (tenant_id, record_id) WHERE state = 'QUEUED' DO NOTHING`,
+    [auth.tenantId, recordId, workspaceId, now.toISOString()],
+  );
+  await tx.query(`SELECT pg_notify('${JOBS_CHANNEL}', '')`);
+}
+
+/** Deletes a record; its chunks and jobs go with it (ON DELETE CASCADE, same statement). False: no such record. */
+export async function deleteRecord(tx: Queryable, id: string, now: Date = new Date()): Promise<boolean> {
+  const r = await tx.query(
+    `DELETE FROM memory.records r WHERE r.id = $1 AND ${notExpired('$2')} RETURNING r.id`,
+    [id, now.toISOString()],
+  );
+  // An expired one is gone already for the caller; purge it all the same.
+  if (r.rowCount === 0) {
+    await tx.query('DELETE FROM memory.records WHERE id = $1', [id]);
+    return false;
+  }
+  return true;
+}
+
+/** Deletes a workspace with its records (and their chunks and jobs). Null: no such workspace. */
+export async function deleteWorkspace(
+  tx: Queryable,
+  id: string,
+  now: Date = new Date(),
+): Promise<{ recordsDeleted: number } | null> {
+  const counted = await tx.query<{ n: string | number }>(
+    `SELECT count(*) AS n FROM memory.records r WHERE r.workspace_id = $1 AND ${notExpired('$2')}`,
+    [id, now.toISOString()],
+  );
+  const r = await tx.query('DELETE FROM memory.workspaces WHERE id = $1', [id]);
+  if (r.rowCount === 0) return null;
+  return { recordsDeleted: Number(counted.rows[0]!.n) };
+}
+
+/**
+ * Right to be forgotten: every workspace of the tenant (RLS: only the caller's) and so every record, chunk and job;
+ * then an audit row saying who, when and how much (never what).
+ */
+export async function eraseTenantMemory(
+  tx: Queryable,
+  auth: AuthContext,
+  now: Date,
+): Promise<{ workspacesDeleted: number; recordsDeleted: number; auditId: string; erasedAt: string }> {
+  const records = await tx.query<{ n: string | number }>('SELECT count(*) AS n FROM memory.records');
+  const workspaces = await tx.query('DELETE FROM memory.workspaces');
+  const recordsDeleted = Number(records.rows[0]!.n);
+  const audit = await tx.query<{ id: string }>(
+    `INSERT INTO memory.audit (tenant_id, at, actor, action, details)
+     VALUES ($1, $2, $3, 'ERASE_TENANT_MEMORY', $4::jsonb) RETURNING id`,
+    [
+      auth.tenantId,
+      now.toISOString(),
+      auth.principalId,
+      JSON.stringify({ workspacesDeleted: workspaces.rowCount, recordsDeleted, role: auth.role }),
+    ],
+  );
+  return {
+    workspacesDeleted: workspaces.rowCount,
+    recordsDeleted,
+    auditId: audit.rows[0]!.id,
+    erasedAt: now.toISOString(),
+  };
+}
+
+const JOB =
+  'j.id, j.record_id, j.workspace_id, j.state, j.attempts, j.last_error, j.run_after, j.created_at, j.updated_at';
+
+/** Jobs by id (lowercase uuids), for entity references. */
+export async function findJobs(tx: Queryable, ids: readonly string[]): Promise<Map<string, MemoryJobModel>> {
+  const r = await tx.query<JobRow>(`SELECT ${JOB} FROM memory.jobs j WHERE j.id = ANY($1::uuid[])`, [ids]);
+  return new Map(r.rows.map((row) => [row.id, toJob(row)]));
+}
+
+/** Query.memoryJobs: newest first by (created_at, id), optionally one state. */
+export async function listJobs(
+  tx: Queryable,
+  state: MemoryJobState | null,
+  limit: number,
+  after: After | null,
+): Promise<Keyed<MemoryJobModel>[]> {
+  const params: unknown[] = [limit];
+  let where = 'true';
+  if (state) {
+    params.push(state);
+    where += ` AND j.state = $${params.length}`;
+  }
+  if (after) {
+    params.push(after.value, after.id);
+    where += ` AND (j.created_at, j.id) < ($${params.length - 1}::timestamptz, $${params.length}::uuid)`;
+  }
+  const r = await tx.query<JobRow & { sort_time: string }>(
+    `SELECT ${JOB}, ${cursorTime('j.created_at')} AS sort_time
+       FROM memory.jobs j WHERE ${where}
+      ORDER BY j.created_at DESC, j.id DESC LIMIT $1`,
+    params,
+  );
+  return r.rows.map((row) => ({ node: toJob(row), key: { value: row.sort_time, id: row.id } }));
 }

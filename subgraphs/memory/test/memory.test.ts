@@ -3,7 +3,7 @@
  * under concurrent requests, idempotent replay, keyset paging, cursor scoping, limits, roles and tenant isolation.
  */
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { memorySubgraph } from '../src/index.js';
 import {
   codeOf,
@@ -483,5 +483,24 @@ describe('tenant isolation', () => {
       await h.gql(a, `query ($id: ID!) { memoryRecord(id: $id) { version content } }`, { id }),
     );
     expect(stillA.memoryRecord).toEqual({ version: 1, content: 'a-secret' });
+  });
+});
+
+describe('background indexing', () => {
+  it('makes a write searchable by text without anyone running the worker by hand (NOTIFY wakes it)', async () => {
+    const p = newPrincipal();
+    const ws = await createWorkspace(p);
+    const id = (await putOk(p, ws, { content: 'the quick brown fox jumps' })).record.id;
+    const SEARCH = `query ($ws: ID!, $q: MemorySearchInput!) {
+      searchMemory(workspaceId: $ws, query: $q) { edges { score node { id } } }
+    }`;
+    // Condition polling, not a fixed sleep: done as soon as the job has run.
+    await vi.waitFor(
+      async () => {
+        const edges = dataOf(await h.gql(p, SEARCH, { ws, q: { text: 'fox' } })).searchMemory.edges;
+        expect(edges.map((e: any) => e.node.id)).toEqual([id]);
+      },
+      { timeout: 10_000, interval: 25 },
+    );
   });
 });

@@ -40,6 +40,17 @@ export type Query = {
   workspace: Maybe<Workspace>;
   workspaces: WorkspaceConnection;
   memoryRecord: Maybe<MemoryRecord>;
+  /**
+   * Search one workspace: full-text (PostgreSQL tsvector, english) over the records' indexed chunks, and/or cosine
+   * similarity to a client-supplied embedding (exact scan). Give text, embedding or both. Scores are in [0, 1]:
+   * text only: textScore = ts_rank_cd(chunk, query, 32) of the record's best chunk (rank / (rank + 1));
+   * embedding only: vectorScore = (1 + cosine) / 2; both: score = textWeight * textScore + (1 - textWeight) *
+   * vectorScore, over records that match the text. Highest score first, ties by id. Expired records never appear.
+   * Full-text sees a record once its indexing job has run (normally within a second of the write).
+   */
+  searchMemory: MemorySearchConnection;
+  /** The tenant's memory indexing jobs, newest first, optionally of one state. OWNER or ADMIN only. */
+  memoryJobs: MemoryJobConnection;
 };
 
 
@@ -58,6 +69,21 @@ export type QueryMemoryRecordArgs = {
   id: Scalars['ID']['input'];
 };
 
+
+export type QuerySearchMemoryArgs = {
+  workspaceId: Scalars['ID']['input'];
+  query: MemorySearchInput;
+  first?: InputMaybe<Scalars['Int']['input']>;
+  after?: InputMaybe<Scalars['String']['input']>;
+};
+
+
+export type QueryMemoryJobsArgs = {
+  state?: InputMaybe<MemoryJobState>;
+  first?: InputMaybe<Scalars['Int']['input']>;
+  after?: InputMaybe<Scalars['String']['input']>;
+};
+
 export type Mutation = {
   __typename?: 'Mutation';
   createWorkspace: CreateWorkspacePayload;
@@ -67,6 +93,15 @@ export type Mutation = {
    * expectedVersion 0 means "must not exist yet".
    */
   putMemory: PutMemoryPayload;
+  /** Delete a record and everything derived from it (chunks, search data, jobs) in one transaction. */
+  deleteMemory: DeleteMemoryPayload;
+  /** Delete a workspace with all its records and everything derived from them, in one transaction. */
+  deleteWorkspace: DeleteWorkspacePayload;
+  /**
+   * Right to be forgotten: delete every workspace and memory record of the caller's tenant (and everything derived
+   * from them) and write an audit record. OWNER or ADMIN only.
+   */
+  eraseTenantMemory: EraseTenantMemoryPayload;
 };
 
 
@@ -83,21 +118,50 @@ export type MutationPutMemoryArgs = {
   idempotencyKey: Scalars['ID']['input'];
 };
 
+
+export type MutationDeleteMemoryArgs = {
+  id: Scalars['ID']['input'];
+  idempotencyKey: Scalars['ID']['input'];
+};
+
+
+export type MutationDeleteWorkspaceArgs = {
+  id: Scalars['ID']['input'];
+  idempotencyKey: Scalars['ID']['input'];
+};
+
+
+export type MutationEraseTenantMemoryArgs = {
+  idempotencyKey: Scalars['ID']['input'];
+};
+
 export type Workspace = {
   __typename?: 'Workspace';
   id: Scalars['ID']['output'];
   name: Scalars['String']['output'];
   createdBy: User;
   createdAt: Scalars['DateTime']['output'];
-  /** Records, most recently updated first. */
+  /** Records, most recently updated first (ties by id); expired records are not listed. */
   records: MemoryRecordConnection;
+  /** What a write that holds a secret or personal data gets: REJECT (refused) or REDACT (replaced by a marker). */
+  secretPolicy: SecretPolicy;
+  /** The dimension every embedding in this workspace has; null until set at creation or by the first embedding. */
+  embeddingDimensions: Maybe<Scalars['Int']['output']>;
 };
 
 
 export type WorkspaceRecordsArgs = {
   first?: InputMaybe<Scalars['Int']['input']>;
   after?: InputMaybe<Scalars['String']['input']>;
+  filter?: InputMaybe<MemoryRecordFilterInput>;
 };
+
+/** What the server-side secret and personal-data filter does on a hit. */
+export type SecretPolicy =
+  /** Refuse the write with BAD_USER_INPUT naming the field and the detector (never the value). */
+  | 'REJECT'
+  /** Replace each hit with [REDACTED:<detector>] and store the rest. */
+  | 'REDACT';
 
 export type MemoryRecord = {
   __typename?: 'MemoryRecord';
@@ -110,6 +174,12 @@ export type MemoryRecord = {
   author: User;
   createdAt: Scalars['DateTime']['output'];
   updatedAt: Scalars['DateTime']['output'];
+  /** A JSON object as text ("{}" when none was given). */
+  metadata: Scalars['String']['output'];
+  /** The record's embedding (the workspace's dimension), if one was given. */
+  embedding: Maybe<Array<Scalars['Float']['output']>>;
+  /** When the record expires (disappears from every read and is purged); null: never. */
+  expiresAt: Maybe<Scalars['DateTime']['output']>;
 };
 
 export type User = {
@@ -143,6 +213,10 @@ export type MemoryRecordEdge = {
 
 export type CreateWorkspaceInput = {
   name: Scalars['String']['input'];
+  /** Default REJECT. */
+  secretPolicy?: InputMaybe<SecretPolicy>;
+  /** Fix the embedding dimension now (1-4096); otherwise the first embedding written fixes it. */
+  embeddingDimensions?: InputMaybe<Scalars['Int']['input']>;
 };
 
 export type CreateWorkspacePayload = {
@@ -155,6 +229,109 @@ export type PutMemoryInput = {
   kind: Scalars['String']['input'];
   content: Scalars['String']['input'];
   tags?: InputMaybe<Array<Scalars['String']['input']>>;
+  /** A JSON object as text: at most 16 KB (UTF-8), nesting depth 8, 256 keys in all. */
+  metadata?: InputMaybe<Scalars['String']['input']>;
+  /** An embedding of the workspace's dimension (finite numbers, not all zero); stored as 32-bit floats. */
+  embedding?: InputMaybe<Array<Scalars['Float']['input']>>;
+  /** When the record expires; must be in the future. */
+  expiresAt?: InputMaybe<Scalars['DateTime']['input']>;
+};
+
+/** Filters of Workspace.records; all given ones must hold. */
+export type MemoryRecordFilterInput = {
+  kind?: InputMaybe<Scalars['String']['input']>;
+  /** Records carrying this tag. */
+  tag?: InputMaybe<Scalars['String']['input']>;
+  /** Records whose current version was written by this user. */
+  authorId?: InputMaybe<Scalars['ID']['input']>;
+  /** Records updated at or after this time. */
+  updatedSince?: InputMaybe<Scalars['DateTime']['input']>;
+};
+
+export type MemorySearchInput = {
+  /** Words to find (web-search syntax: "quoted phrases", or, -exclusion). */
+  text?: InputMaybe<Scalars['String']['input']>;
+  /** An embedding of the workspace's dimension to rank by cosine similarity. */
+  embedding?: InputMaybe<Array<Scalars['Float']['input']>>;
+  /** Weight of the text score when both text and embedding are given (0-1, default 0.5). */
+  textWeight?: InputMaybe<Scalars['Float']['input']>;
+  filter?: InputMaybe<MemoryRecordFilterInput>;
+};
+
+export type MemorySearchConnection = {
+  __typename?: 'MemorySearchConnection';
+  edges: Array<MemorySearchEdge>;
+  pageInfo: PageInfo;
+};
+
+export type MemorySearchEdge = {
+  __typename?: 'MemorySearchEdge';
+  cursor: Scalars['String']['output'];
+  node: MemoryRecord;
+  /** The ranking score in [0, 1] (see Query.searchMemory). */
+  score: Scalars['Float']['output'];
+  /** Full-text part, when text was given. */
+  textScore: Maybe<Scalars['Float']['output']>;
+  /** Embedding part, when an embedding was given. */
+  vectorScore: Maybe<Scalars['Float']['output']>;
+};
+
+export type MemoryJobState =
+  | 'QUEUED'
+  | 'RUNNING'
+  | 'SUCCEEDED'
+  /** Failed; retried at runAfter. */
+  | 'FAILED'
+  /** Failed 3 times: left for a human (the dead-letter state). */
+  | 'DEAD';
+
+/** A background indexing job (chunking a record and refreshing its search data). */
+export type MemoryJob = {
+  __typename?: 'MemoryJob';
+  id: Scalars['ID']['output'];
+  recordId: Scalars['ID']['output'];
+  workspaceId: Scalars['ID']['output'];
+  state: MemoryJobState;
+  attempts: Scalars['Int']['output'];
+  /** What went wrong in the last attempt (never record content). */
+  lastError: Maybe<Scalars['String']['output']>;
+  /** When the job runs (again) at the earliest. */
+  runAfter: Scalars['DateTime']['output'];
+  createdAt: Scalars['DateTime']['output'];
+  updatedAt: Scalars['DateTime']['output'];
+};
+
+export type MemoryJobConnection = {
+  __typename?: 'MemoryJobConnection';
+  edges: Array<MemoryJobEdge>;
+  pageInfo: PageInfo;
+};
+
+export type MemoryJobEdge = {
+  __typename?: 'MemoryJobEdge';
+  cursor: Scalars['String']['output'];
+  node: MemoryJob;
+};
+
+export type DeleteMemoryPayload = {
+  __typename?: 'DeleteMemoryPayload';
+  deletedId: Scalars['ID']['output'];
+};
+
+export type DeleteWorkspacePayload = {
+  __typename?: 'DeleteWorkspacePayload';
+  deletedId: Scalars['ID']['output'];
+  /** Records deleted with it. */
+  recordsDeleted: Scalars['Int']['output'];
+};
+
+export type EraseTenantMemoryPayload = {
+  __typename?: 'EraseTenantMemoryPayload';
+  workspacesDeleted: Scalars['Int']['output'];
+  recordsDeleted: Scalars['Int']['output'];
+  /** The audit record written for this erasure. */
+  auditId: Scalars['ID']['output'];
+  erasedAt: Scalars['DateTime']['output'];
 };
 
 export type PutMemoryPayload = {
@@ -246,6 +423,7 @@ export type DirectiveResolverFn<TResult = Record<PropertyKey, never>, TParent = 
 export type FederationTypes = {
   Workspace: Workspace;
   MemoryRecord: MemoryRecord;
+  MemoryJob: MemoryJob;
 };
 
 /** Mapping of federation reference types */
@@ -256,6 +434,9 @@ export type FederationReferenceTypes = {
   MemoryRecord:
     ( { __typename: 'MemoryRecord' }
     & GraphQLRecursivePick<FederationTypes['MemoryRecord'], {"id":true}> );
+  MemoryJob:
+    ( { __typename: 'MemoryJob' }
+    & GraphQLRecursivePick<FederationTypes['MemoryJob'], {"id":true}> );
 };
 
 
@@ -272,7 +453,9 @@ export type ResolversTypes = {
   Int: ResolverTypeWrapper<Scalars['Int']['output']>;
   Mutation: ResolverTypeWrapper<Record<PropertyKey, never>>;
   Workspace: ResolverTypeWrapper<WorkspaceModel>;
+  SecretPolicy: SecretPolicy;
   MemoryRecord: ResolverTypeWrapper<MemoryRecordModel>;
+  Float: ResolverTypeWrapper<Scalars['Float']['output']>;
   User: ResolverTypeWrapper<User>;
   WorkspaceConnection: ResolverTypeWrapper<Omit<WorkspaceConnection, 'edges'> & { edges: Array<ResolversTypes['WorkspaceEdge']> }>;
   WorkspaceEdge: ResolverTypeWrapper<Omit<WorkspaceEdge, 'node'> & { node: ResolversTypes['Workspace'] }>;
@@ -281,6 +464,17 @@ export type ResolversTypes = {
   CreateWorkspaceInput: CreateWorkspaceInput;
   CreateWorkspacePayload: ResolverTypeWrapper<Omit<CreateWorkspacePayload, 'workspace'> & { workspace: ResolversTypes['Workspace'] }>;
   PutMemoryInput: PutMemoryInput;
+  MemoryRecordFilterInput: MemoryRecordFilterInput;
+  MemorySearchInput: MemorySearchInput;
+  MemorySearchConnection: ResolverTypeWrapper<Omit<MemorySearchConnection, 'edges'> & { edges: Array<ResolversTypes['MemorySearchEdge']> }>;
+  MemorySearchEdge: ResolverTypeWrapper<Omit<MemorySearchEdge, 'node'> & { node: ResolversTypes['MemoryRecord'] }>;
+  MemoryJobState: MemoryJobState;
+  MemoryJob: ResolverTypeWrapper<MemoryJob>;
+  MemoryJobConnection: ResolverTypeWrapper<MemoryJobConnection>;
+  MemoryJobEdge: ResolverTypeWrapper<MemoryJobEdge>;
+  DeleteMemoryPayload: ResolverTypeWrapper<DeleteMemoryPayload>;
+  DeleteWorkspacePayload: ResolverTypeWrapper<DeleteWorkspacePayload>;
+  EraseTenantMemoryPayload: ResolverTypeWrapper<EraseTenantMemoryPayload>;
   PutMemoryPayload: ResolverTypeWrapper<Omit<PutMemoryPayload, 'record'> & { record: ResolversTypes['MemoryRecord'] }>;
 };
 
@@ -296,6 +490,7 @@ export type ResolversParentTypes = {
   Mutation: Record<PropertyKey, never>;
   Workspace: WorkspaceModel;
   MemoryRecord: MemoryRecordModel;
+  Float: Scalars['Float']['output'];
   User: User;
   WorkspaceConnection: Omit<WorkspaceConnection, 'edges'> & { edges: Array<ResolversParentTypes['WorkspaceEdge']> };
   WorkspaceEdge: Omit<WorkspaceEdge, 'node'> & { node: ResolversParentTypes['Workspace'] };
@@ -304,6 +499,16 @@ export type ResolversParentTypes = {
   CreateWorkspaceInput: CreateWorkspaceInput;
   CreateWorkspacePayload: Omit<CreateWorkspacePayload, 'workspace'> & { workspace: ResolversParentTypes['Workspace'] };
   PutMemoryInput: PutMemoryInput;
+  MemoryRecordFilterInput: MemoryRecordFilterInput;
+  MemorySearchInput: MemorySearchInput;
+  MemorySearchConnection: Omit<MemorySearchConnection, 'edges'> & { edges: Array<ResolversParentTypes['MemorySearchEdge']> };
+  MemorySearchEdge: Omit<MemorySearchEdge, 'node'> & { node: ResolversParentTypes['MemoryRecord'] };
+  MemoryJob: MemoryJob | FederationReferenceTypes['MemoryJob'];
+  MemoryJobConnection: MemoryJobConnection;
+  MemoryJobEdge: MemoryJobEdge;
+  DeleteMemoryPayload: DeleteMemoryPayload;
+  DeleteWorkspacePayload: DeleteWorkspacePayload;
+  EraseTenantMemoryPayload: EraseTenantMemoryPayload;
   PutMemoryPayload: Omit<PutMemoryPayload, 'record'> & { record: ResolversParentTypes['MemoryRecord'] };
 };
 
@@ -328,11 +533,16 @@ export type QueryResolvers<ContextType = SubgraphContext, ParentType extends Res
   workspace?: Resolver<Maybe<ResolversTypes['Workspace']>, ParentType, ContextType, RequireFields<QueryWorkspaceArgs, 'id'>>;
   workspaces?: Resolver<ResolversTypes['WorkspaceConnection'], ParentType, ContextType, RequireFields<QueryWorkspacesArgs, 'first'>>;
   memoryRecord?: Resolver<Maybe<ResolversTypes['MemoryRecord']>, ParentType, ContextType, RequireFields<QueryMemoryRecordArgs, 'id'>>;
+  searchMemory?: Resolver<ResolversTypes['MemorySearchConnection'], ParentType, ContextType, RequireFields<QuerySearchMemoryArgs, 'workspaceId' | 'query' | 'first'>>;
+  memoryJobs?: Resolver<ResolversTypes['MemoryJobConnection'], ParentType, ContextType, RequireFields<QueryMemoryJobsArgs, 'first'>>;
 };
 
 export type MutationResolvers<ContextType = SubgraphContext, ParentType extends ResolversParentTypes['Mutation'] = ResolversParentTypes['Mutation']> = {
   createWorkspace?: Resolver<ResolversTypes['CreateWorkspacePayload'], ParentType, ContextType, RequireFields<MutationCreateWorkspaceArgs, 'input' | 'idempotencyKey'>>;
   putMemory?: Resolver<ResolversTypes['PutMemoryPayload'], ParentType, ContextType, RequireFields<MutationPutMemoryArgs, 'id' | 'input' | 'idempotencyKey'>>;
+  deleteMemory?: Resolver<ResolversTypes['DeleteMemoryPayload'], ParentType, ContextType, RequireFields<MutationDeleteMemoryArgs, 'id' | 'idempotencyKey'>>;
+  deleteWorkspace?: Resolver<ResolversTypes['DeleteWorkspacePayload'], ParentType, ContextType, RequireFields<MutationDeleteWorkspaceArgs, 'id' | 'idempotencyKey'>>;
+  eraseTenantMemory?: Resolver<ResolversTypes['EraseTenantMemoryPayload'], ParentType, ContextType, RequireFields<MutationEraseTenantMemoryArgs, 'idempotencyKey'>>;
 };
 
 export type WorkspaceResolvers<ContextType = SubgraphContext, ParentType extends ResolversParentTypes['Workspace'] = ResolversParentTypes['Workspace'], FederationReferenceType extends FederationReferenceTypes['Workspace'] = FederationReferenceTypes['Workspace']> = {
@@ -342,6 +552,8 @@ export type WorkspaceResolvers<ContextType = SubgraphContext, ParentType extends
   createdBy?: Resolver<ResolversTypes['User'], ParentType, ContextType>;
   createdAt?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;
   records?: Resolver<ResolversTypes['MemoryRecordConnection'], ParentType, ContextType, RequireFields<WorkspaceRecordsArgs, 'first'>>;
+  secretPolicy?: Resolver<ResolversTypes['SecretPolicy'], ParentType, ContextType>;
+  embeddingDimensions?: Resolver<Maybe<ResolversTypes['Int']>, ParentType, ContextType>;
 };
 
 export type MemoryRecordResolvers<ContextType = SubgraphContext, ParentType extends ResolversParentTypes['MemoryRecord'] = ResolversParentTypes['MemoryRecord'], FederationReferenceType extends FederationReferenceTypes['MemoryRecord'] = FederationReferenceTypes['MemoryRecord']> = {
@@ -355,6 +567,9 @@ export type MemoryRecordResolvers<ContextType = SubgraphContext, ParentType exte
   author?: Resolver<ResolversTypes['User'], ParentType, ContextType>;
   createdAt?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;
   updatedAt?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;
+  metadata?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  embedding?: Resolver<Maybe<Array<ResolversTypes['Float']>>, ParentType, ContextType>;
+  expiresAt?: Resolver<Maybe<ResolversTypes['DateTime']>, ParentType, ContextType>;
 };
 
 export type UserResolvers<ContextType = SubgraphContext, ParentType extends ResolversParentTypes['User'] = ResolversParentTypes['User']> = {
@@ -385,6 +600,58 @@ export type CreateWorkspacePayloadResolvers<ContextType = SubgraphContext, Paren
   workspace?: Resolver<ResolversTypes['Workspace'], ParentType, ContextType>;
 };
 
+export type MemorySearchConnectionResolvers<ContextType = SubgraphContext, ParentType extends ResolversParentTypes['MemorySearchConnection'] = ResolversParentTypes['MemorySearchConnection']> = {
+  edges?: Resolver<Array<ResolversTypes['MemorySearchEdge']>, ParentType, ContextType>;
+  pageInfo?: Resolver<ResolversTypes['PageInfo'], ParentType, ContextType>;
+};
+
+export type MemorySearchEdgeResolvers<ContextType = SubgraphContext, ParentType extends ResolversParentTypes['MemorySearchEdge'] = ResolversParentTypes['MemorySearchEdge']> = {
+  cursor?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  node?: Resolver<ResolversTypes['MemoryRecord'], ParentType, ContextType>;
+  score?: Resolver<ResolversTypes['Float'], ParentType, ContextType>;
+  textScore?: Resolver<Maybe<ResolversTypes['Float']>, ParentType, ContextType>;
+  vectorScore?: Resolver<Maybe<ResolversTypes['Float']>, ParentType, ContextType>;
+};
+
+export type MemoryJobResolvers<ContextType = SubgraphContext, ParentType extends ResolversParentTypes['MemoryJob'] = ResolversParentTypes['MemoryJob'], FederationReferenceType extends FederationReferenceTypes['MemoryJob'] = FederationReferenceTypes['MemoryJob']> = {
+  __resolveReference?: ReferenceResolver<Maybe<ResolversTypes['MemoryJob']> | FederationReferenceType, FederationReferenceType, ContextType>;
+  id?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
+  recordId?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
+  workspaceId?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
+  state?: Resolver<ResolversTypes['MemoryJobState'], ParentType, ContextType>;
+  attempts?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
+  lastError?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
+  runAfter?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;
+  createdAt?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;
+  updatedAt?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;
+};
+
+export type MemoryJobConnectionResolvers<ContextType = SubgraphContext, ParentType extends ResolversParentTypes['MemoryJobConnection'] = ResolversParentTypes['MemoryJobConnection']> = {
+  edges?: Resolver<Array<ResolversTypes['MemoryJobEdge']>, ParentType, ContextType>;
+  pageInfo?: Resolver<ResolversTypes['PageInfo'], ParentType, ContextType>;
+};
+
+export type MemoryJobEdgeResolvers<ContextType = SubgraphContext, ParentType extends ResolversParentTypes['MemoryJobEdge'] = ResolversParentTypes['MemoryJobEdge']> = {
+  cursor?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  node?: Resolver<ResolversTypes['MemoryJob'], ParentType, ContextType>;
+};
+
+export type DeleteMemoryPayloadResolvers<ContextType = SubgraphContext, ParentType extends ResolversParentTypes['DeleteMemoryPayload'] = ResolversParentTypes['DeleteMemoryPayload']> = {
+  deletedId?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
+};
+
+export type DeleteWorkspacePayloadResolvers<ContextType = SubgraphContext, ParentType extends ResolversParentTypes['DeleteWorkspacePayload'] = ResolversParentTypes['DeleteWorkspacePayload']> = {
+  deletedId?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
+  recordsDeleted?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
+};
+
+export type EraseTenantMemoryPayloadResolvers<ContextType = SubgraphContext, ParentType extends ResolversParentTypes['EraseTenantMemoryPayload'] = ResolversParentTypes['EraseTenantMemoryPayload']> = {
+  workspacesDeleted?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
+  recordsDeleted?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
+  auditId?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
+  erasedAt?: Resolver<ResolversTypes['DateTime'], ParentType, ContextType>;
+};
+
 export type PutMemoryPayloadResolvers<ContextType = SubgraphContext, ParentType extends ResolversParentTypes['PutMemoryPayload'] = ResolversParentTypes['PutMemoryPayload']> = {
   record?: Resolver<ResolversTypes['MemoryRecord'], ParentType, ContextType>;
   created?: Resolver<ResolversTypes['Boolean'], ParentType, ContextType>;
@@ -403,6 +670,14 @@ export type Resolvers<ContextType = SubgraphContext> = {
   MemoryRecordConnection?: MemoryRecordConnectionResolvers<ContextType>;
   MemoryRecordEdge?: MemoryRecordEdgeResolvers<ContextType>;
   CreateWorkspacePayload?: CreateWorkspacePayloadResolvers<ContextType>;
+  MemorySearchConnection?: MemorySearchConnectionResolvers<ContextType>;
+  MemorySearchEdge?: MemorySearchEdgeResolvers<ContextType>;
+  MemoryJob?: MemoryJobResolvers<ContextType>;
+  MemoryJobConnection?: MemoryJobConnectionResolvers<ContextType>;
+  MemoryJobEdge?: MemoryJobEdgeResolvers<ContextType>;
+  DeleteMemoryPayload?: DeleteMemoryPayloadResolvers<ContextType>;
+  DeleteWorkspacePayload?: DeleteWorkspacePayloadResolvers<ContextType>;
+  EraseTenantMemoryPayload?: EraseTenantMemoryPayloadResolvers<ContextType>;
   PutMemoryPayload?: PutMemoryPayloadResolvers<ContextType>;
 };
 

@@ -1,0 +1,193 @@
+/**
+ * Memory benchmark (issue 6): putMemory throughput over HTTP, then search latency (text, vector, hybrid) with
+ * `--records` records (default 100 000) in one tenant's workspace. The bulk of the records is seeded with SQL (same
+ * columns and chunks the indexing job writes), since seeding through the API would measure the seeding.
+ *
+ *   npx tsx bench/src/memory-bench.ts                         # PGlite in memory
+ *   bash scripts/pg-cluster.sh run -- npx tsx bench/src/memory-bench.ts   # PostgreSQL 15 (DATABASE_URL)
+ *
+ * Options: --records 100000 --puts 2000 --concurrency 8 --queries 50 --dim 64
+ * Writes bench/results/<time>-memory-<driver>.json and prints a table. Search is an exact scan (no pgvector here).
+ */
+import { randomUUID } from 'node:crypto';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { newPrincipal } from '../../test/src/subgraph-harness.js';
+import { runIndexingJobs } from '../../subgraphs/memory/src/index.js';
+import { startMemoryHarness } from '../../subgraphs/memory/test/harness.js';
+
+const { values: args } = parseArgs({
+  options: {
+    records: { type: 'string', default: '100000' },
+    puts: { type: 'string', default: '2000' },
+    concurrency: { type: 'string', default: '8' },
+    queries: { type: 'string', default: '50' },
+    dim: { type: 'string', default: '64' },
+  },
+});
+const RECORDS = Number(args.records);
+const PUTS = Number(args.puts);
+const CONCURRENCY = Number(args.concurrency);
+const QUERIES = Number(args.queries);
+const DIM = Number(args.dim);
+
+/** Seeded generator (mulberry32): the same data on every run. */
+function rng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+const random = rng(6);
+/** A vocabulary of 2000 made-up words (so a text query matches a realistic few percent of the records). */
+const SYLLABLES = ['ka', 'lo', 'mi', 'nu', 're', 'sa', 'ti', 'vo', 'ze', 'da', 'fi', 'go', 'hu', 'je', 'pa'];
+const WORDS = Array.from({ length: 2000 }, (_, i) => {
+  let w = '';
+  for (let n = i + 15; n > 0; n = Math.floor(n / 15)) w += SYLLABLES[n % 15];
+  return w;
+});
+const sentence = (n: number) =>
+  Array.from({ length: n }, () => WORDS[Math.floor(random() * WORDS.length)]).join(' ');
+const vector = () => Array.from({ length: DIM }, () => random() * 2 - 1);
+
+function percentile(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+}
+
+async function main(): Promise<void> {
+  const h = await startMemoryHarness();
+  const p = newPrincipal();
+  const put = `mutation ($id: ID!, $input: PutMemoryInput!, $key: ID!) {
+    putMemory(id: $id, input: $input, idempotencyKey: $key) { record { version } } }`;
+  const ws = (
+    await h.gql(
+      p,
+      `mutation ($k: ID!, $d: Int) { createWorkspace(input: { name: "bench", embeddingDimensions: $d }, idempotencyKey: $k) { workspace { id } } }`,
+      { k: randomUUID(), d: DIM },
+    )
+  ).body.data!['createWorkspace'] as { workspace: { id: string } };
+  const workspaceId = ws.workspace.id;
+
+  // 1. PUT throughput over HTTP (filter, version check, job enqueue, idempotency key: the whole write path).
+  let next = 0;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      while (next < PUTS) {
+        next++;
+        const r = await h.gql(p, put, {
+          id: randomUUID(),
+          input: { workspaceId, kind: 'note', content: sentence(40), tags: ['bench'], embedding: vector() },
+          key: randomUUID(),
+        });
+        if (r.body.errors) throw new Error(JSON.stringify(r.body.errors));
+      }
+    }),
+  );
+  const putSeconds = (performance.now() - started) / 1000;
+  const indexStart = performance.now();
+  for (;;) {
+    const pass = await runIndexingJobs(h.db, { now: () => new Date(), batch: 500 });
+    if (pass.succeeded + pass.failed + pass.dead + pass.skipped === 0) break;
+  }
+  const indexSeconds = (performance.now() - indexStart) / 1000;
+
+  // 2. Seed the rest with SQL, in the tenant's transaction (RLS applies), chunks included.
+  const seedStart = performance.now();
+  const batch = 2000;
+  for (let done = PUTS; done < RECORDS; done += batch) {
+    const n = Math.min(batch, RECORDS - done);
+    const contents = Array.from({ length: n }, () => sentence(40));
+    const embeddings = Array.from({ length: n }, () => `{${vector().join(',')}}`);
+    await h.db.transaction(
+      async (tx) => {
+        await tx.query(
+          `WITH input AS (
+             SELECT gen_random_uuid() AS id, c AS content, e::real[] AS embedding
+               FROM unnest($3::text[], $4::text[]) AS t(c, e)
+           ), ins AS (
+             INSERT INTO memory.records (tenant_id, id, workspace_id, kind, content, tags, version, author,
+                                         embedding, embedding_norm)
+             SELECT $1, i.id, $2, 'note', i.content, ARRAY['bench'], 1, 'bench', i.embedding,
+                    (SELECT sqrt(sum(x::float8 * x::float8)) FROM unnest(i.embedding) x)
+               FROM input i
+             RETURNING id, content
+           )
+           INSERT INTO memory.chunks (tenant_id, record_id, n, record_version, content)
+           SELECT $1, ins.id, 0, 1, ins.content FROM ins`,
+          [p.tenantId, workspaceId, contents, embeddings],
+        );
+      },
+      { 'app.tenant_id': p.tenantId, 'app.principal_id': 'bench' },
+    );
+  }
+  const seedSeconds = (performance.now() - seedStart) / 1000;
+  // Planner statistics, as autovacuum would have them on a live server (ANALYZE needs the owner).
+  await h.owner.query('ANALYZE memory.records');
+  await h.owner.query('ANALYZE memory.chunks');
+
+  // 3. Search latency over HTTP.
+  const search = `query ($ws: ID!, $q: MemorySearchInput!) {
+    searchMemory(workspaceId: $ws, query: $q, first: 10) { edges { score node { id } } } }`;
+  const kinds: Record<string, () => Record<string, unknown>> = {
+    text: () => ({
+      text: `${WORDS[Math.floor(random() * WORDS.length)]} ${WORDS[Math.floor(random() * WORDS.length)]}`,
+    }),
+    vector: () => ({ embedding: vector() }),
+    hybrid: () => ({ text: WORDS[Math.floor(random() * WORDS.length)], embedding: vector() }),
+  };
+  const searchResults: Record<string, { p50: number; p99: number; mean: number; n: number }> = {};
+  for (const [kind, make] of Object.entries(kinds)) {
+    const times: number[] = [];
+    for (let i = 0; i < QUERIES; i++) {
+      const t0 = performance.now();
+      const r = await h.gql(p, search, { ws: workspaceId, q: make() });
+      times.push(performance.now() - t0);
+      if (r.body.errors) throw new Error(JSON.stringify(r.body.errors));
+    }
+    times.sort((a, b) => a - b);
+    searchResults[kind] = {
+      p50: percentile(times, 50),
+      p99: percentile(times, 99),
+      mean: times.reduce((a, b) => a + b, 0) / times.length,
+      n: times.length,
+    };
+  }
+
+  const result = {
+    bench: 'memory',
+    driver: h.driver,
+    records: RECORDS,
+    dim: DIM,
+    put: { count: PUTS, concurrency: CONCURRENCY, seconds: putSeconds, perSecond: PUTS / putSeconds },
+    indexing: { jobs: PUTS, seconds: indexSeconds, perSecond: PUTS / indexSeconds },
+    seedSeconds,
+    searchMs: searchResults,
+  };
+  await h.close();
+  console.log(`memory bench on ${result.driver}, ${RECORDS} records (dim ${DIM}) in one tenant`);
+  console.log(
+    `putMemory over HTTP: ${result.put.perSecond.toFixed(0)}/s (${PUTS} puts, ${CONCURRENCY} concurrent)`,
+  );
+  console.log(`indexing jobs: ${result.indexing.perSecond.toFixed(0)}/s`);
+  for (const [k, v] of Object.entries(searchResults)) {
+    console.log(
+      `search ${k.padEnd(6)} p50 ${v.p50.toFixed(1)} ms  p99 ${v.p99.toFixed(1)} ms  (${v.n} queries)`,
+    );
+  }
+  const dir = join(new URL('../results', import.meta.url).pathname);
+  mkdirSync(dir, { recursive: true });
+  const file = join(dir, `${new Date().toISOString().replace(/[:.]/g, '-')}-memory-${result.driver}.json`);
+  writeFileSync(file, JSON.stringify(result, null, 2) + '\n');
+  console.log(`wrote ${file}`);
+}
+
+main().catch((err: unknown) => {
+  console.error(err);
+  process.exit(1);
+});

@@ -1,0 +1,53 @@
+/**
+ * The expiry sweeper: purges records whose expires_at has passed (their chunks and jobs go with them, ON DELETE
+ * CASCADE), across tenants through memory.purge_expired_records. Reads already hide expired records at once
+ * (they compare expires_at with the server clock); the sweeper only frees the space. `sweepExpiredMemory(db, now)`
+ * is one pass at a given time (tests use a fake clock); `startMemorySweeper` runs it every `intervalMs`.
+ */
+import type { Database, Logger } from '@agentgraph/runtime';
+
+/** Records purged per call at most; a full batch runs again at once. */
+export const PURGE_BATCH = 500;
+
+export async function sweepExpiredMemory(db: Database, now: Date, batch = PURGE_BATCH): Promise<number> {
+  let total = 0;
+  for (;;) {
+    const r = await db.query<{ n: number }>('SELECT memory.purge_expired_records($1, $2) AS n', [
+      now.toISOString(),
+      batch,
+    ]);
+    const n = Number(r.rows[0]?.n ?? 0);
+    total += n;
+    if (n < batch) return total;
+  }
+}
+
+export function startMemorySweeper(opts: {
+  db: Database;
+  log: Logger;
+  now: () => Date;
+  intervalMs?: number;
+}): () => Promise<void> {
+  const interval = opts.intervalMs ?? 10_000;
+  let stopped = false;
+  let running: Promise<void> | null = null;
+  let timer: NodeJS.Timeout | null = null;
+  const tick = () => {
+    if (stopped) return;
+    running = sweepExpiredMemory(opts.db, opts.now())
+      .then((n) => {
+        if (n) opts.log.info('memory expiry sweep', { purged: n });
+      })
+      .catch((err: unknown) => opts.log.error('memory expiry sweep failed', { error: err }))
+      .finally(() => {
+        running = null;
+        if (!stopped) timer = setTimeout(tick, interval).unref();
+      });
+  };
+  timer = setTimeout(tick, interval).unref();
+  return async () => {
+    stopped = true;
+    if (timer) clearTimeout(timer);
+    await running;
+  };
+}

@@ -1,0 +1,114 @@
+/**
+ * The memory subgraph over real HTTP on port 0, on a fresh database (in-memory PGlite, or a new PostgreSQL database
+ * when DATABASE_URL is set), with locally signed ES256 tokens, a fake clock, and no background work: tests run the
+ * indexing worker and the sweeper by hand at the fake clock's time. Exposes the app connection (RLS applies) and
+ * the owner connection (to look at stored rows the way an attacker with the disk would).
+ */
+import { randomUUID } from 'node:crypto';
+import {
+  createLogger,
+  createTokenVerifier,
+  loadConfig,
+  openDatabase,
+  serveSubgraph,
+  type Database,
+  type Queryable,
+} from '@agentgraph/runtime';
+import { createLocalJWKSet, exportJWK, generateKeyPair, SignJWT } from 'jose';
+import { provisionTestDatabase } from '../../../test/src/database.js';
+import type { GraphQLResponse, Principal } from '../../../test/src/subgraph-harness.js';
+import { createMemorySubgraph, type MemoryOptions } from '../src/index.js';
+
+export interface FakeClock {
+  now(): Date;
+  advance(ms: number): void;
+}
+
+export interface MemoryHarness {
+  driver: 'pglite' | 'postgres';
+  clock: FakeClock;
+  /** The app connection (the non-owner role; RLS applies). */
+  db: Database;
+  /** Owner privileges: reads every tenant's rows (checks of what is stored). Not concurrently with requests. */
+  owner: Queryable;
+  gql(p: Principal | null, query: string, variables?: Record<string, unknown>): Promise<GraphQLResponse>;
+  close(): Promise<void>;
+}
+
+export async function startMemoryHarness(
+  opts: Omit<MemoryOptions, 'now' | 'sweepIntervalMs' | 'indexIntervalMs'> = {},
+): Promise<MemoryHarness> {
+  const database = await provisionTestDatabase();
+  const config = loadConfig({ ...database.env, HOST: '127.0.0.1', TOKEN_AUDIENCE: 'agentgraph' });
+  let t = Date.now();
+  const clock: FakeClock = { now: () => new Date(t), advance: (ms) => void (t += ms) };
+  const module = createMemorySubgraph({ ...opts, now: clock.now, sweepIntervalMs: 0, indexIntervalMs: 0 });
+  const { db, handle } = await openDatabase(config, [module.migrations]);
+  const { publicKey, privateKey } = await generateKeyPair('ES256');
+  const jwk = { ...(await exportJWK(publicKey)), kid: 'k', alg: 'ES256', use: 'sig' };
+  const verifyToken = createTokenVerifier({
+    issuer: 'https://identity.test',
+    audience: 'agentgraph',
+    keys: createLocalJWKSet({ keys: [jwk] }),
+  });
+  const log = createLogger(
+    { service: 'memory-test' },
+    { level: 'error', write: (line) => process.stderr.write(line + '\n') },
+  );
+  const served = await serveSubgraph(module, { config, db, log, verifyToken, port: 0 });
+  const tokens = new Map<string, string>();
+  const token = async (p: Principal) => {
+    const k = `${p.tenantId}/${p.userId}/${p.role}`;
+    let tok = tokens.get(k);
+    if (!tok) {
+      tok = await new SignJWT({ tid: p.tenantId, role: p.role, scope: 'api:read api:write' })
+        .setProtectedHeader({ alg: 'ES256', kid: 'k', typ: 'at+jwt' })
+        .setSubject(p.userId)
+        .setIssuer('https://identity.test')
+        .setAudience('agentgraph')
+        .setIssuedAt()
+        .setExpirationTime('10m')
+        .sign(privateKey);
+      tokens.set(k, tok);
+    }
+    return tok;
+  };
+  return {
+    driver: database.driver,
+    clock,
+    db,
+    owner: {
+      // PGlite is one session that the app switched to its role: step out of it for the query (as identity's web
+      // harness does). On PostgreSQL the owner has connections of its own.
+      async query<Row>(sql: string, params?: unknown[]) {
+        if (db.driver !== 'pglite') return handle.owner.query<Row>(sql, params);
+        await handle.owner.query('RESET ROLE');
+        try {
+          return await handle.owner.query<Row>(sql, params);
+        } finally {
+          await handle.owner.query(`SET ROLE ${config.appRole}`);
+        }
+      },
+    },
+    async gql(p, query, variables) {
+      const headers: Record<string, string> = {
+        'content-type': 'application/json',
+        accept: 'application/graphql-response+json',
+      };
+      if (p) headers['authorization'] = `Bearer ${await token(p)}`;
+      const res = await fetch(`${served.url}/graphql`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({ query, variables }),
+      });
+      return { status: res.status, body: (await res.json()) as GraphQLResponse['body'] };
+    },
+    async close() {
+      await served.close();
+      await handle.close();
+      await database.drop();
+    },
+  };
+}
+
+export const key = () => randomUUID();
