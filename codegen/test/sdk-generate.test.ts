@@ -55,6 +55,7 @@ describe('SDK generation', () => {
     expect(again.manifestChanged).toBe(false);
     expect(again.reports.map((r) => [r.target.name, r.report.written, r.report.deleted])).toEqual([
       ['typescript', [], []],
+      ['csharp', [], []],
     ]);
   });
 
@@ -122,14 +123,15 @@ describe('SDK generation', () => {
     typecheck(join(tmp, 'fixture/sdks/typescript'));
   });
 
-  it('registers csharp and python as targets that are not implemented yet and write nothing', () => {
+  it('registers csharp (issue 9) and python (not implemented yet: writes nothing) as targets', () => {
     const names = first.targets.map((t) => [t.target.name, t.target.implemented, t.files.length]);
     expect(names).toEqual([
       ['typescript', true, first.targets[0]!.files.length],
-      ['csharp', false, 0],
+      ['csharp', true, first.targets[1]!.files.length],
       ['python', false, 0],
     ]);
-    expect(existsSync(join(tmp, 'a/sdks/csharp'))).toBe(false);
+    expect(first.targets[1]!.files.length).toBeGreaterThan(10);
+    expect(existsSync(join(tmp, 'a/sdks/csharp/src/AgentGraph.Sdk/Generated/Errors.g.cs'))).toBe(true);
     expect(existsSync(join(tmp, 'a/sdks/python'))).toBe(false);
   });
 

@@ -10,6 +10,7 @@ import { generateSdks } from '../sdk/generate.js';
 import { listFiles } from '../sdk/files.js';
 import type { SdkInputs } from '../sdk/inputs.js';
 import { MANIFEST_PATH } from '../sdk/manifest.js';
+import { NOT_OURS } from '../sdk/write-target.js';
 import type { Violation } from './rules.js';
 
 const read = (path: string) => (existsSync(path) ? readFileSync(path, 'utf8') : undefined);
@@ -51,7 +52,7 @@ export async function checkStaleness(
     const dir = join(root, target.outDir);
     const want = new Map(files.map((f) => [f.path, f.content]));
     for (const [rel, content] of want) compare(root, `${target.outDir}/${rel}`, content, out);
-    const onDisk = existsSync(dir) ? listFiles(dir, new Set(['node_modules'])) : [];
+    const onDisk = existsSync(dir) ? listFiles(dir, NOT_OURS) : []; // not build output (bin/, obj/)
     for (const rel of onDisk)
       if (!want.has(rel))
         out.push({

@@ -1,11 +1,12 @@
 /** The registry of SDK targets `npm run codegen` runs, in this order. */
 import type { Target } from './target.js';
 import { notYetImplemented } from './target.js';
+import { csharpTarget } from './csharp/index.js';
 import { typescriptTarget } from './typescript/index.js';
 
 export const TARGETS: readonly Target[] = [
   typescriptTarget,
-  notYetImplemented('csharp', 'sdks/csharp', 'issue 9'),
+  csharpTarget,
   notYetImplemented('python', 'sdks/python', 'issue 10'),
 ];
 

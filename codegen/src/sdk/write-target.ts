@@ -8,8 +8,8 @@ import { writeIfChanged } from '../write-if-changed.js';
 import type { GeneratedFile } from './target.js';
 import { listFiles } from './files.js';
 
-/** Folders in an SDK folder the generator never owns (a package manager's, if someone installs there). */
-const NOT_OURS = new Set(['node_modules']);
+/** Folders in an SDK folder the generator never owns (a package manager's, or .NET build output). */
+export const NOT_OURS: ReadonlySet<string> = new Set(['node_modules', 'bin', 'obj']);
 
 export interface WriteReport {
   written: string[];

@@ -1,0 +1,59 @@
+/**
+ * The C# target: sdks/csharp/ = the runtime (sdk-templates/csharp/src/AgentGraph.Sdk.Runtime/*.cs, copied verbatim
+ * into src/AgentGraph.Sdk/Runtime/) + generated errors, operations, types and the AgentGraph class, the library
+ * project (net8.0;net10.0, NuGet-packable), the samples (sdk-templates/csharp/samples), the build props and a
+ * solution (.slnx). C# files are not run through prettier; the renderers indent them themselves.
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { listFiles } from '../files.js';
+import type { IR } from '../ir.js';
+import type { GeneratedFile, Target, TargetContext } from '../target.js';
+import { checkNames } from './names.js';
+import { renderClient } from './render-client.js';
+import { renderErrors } from './render-errors.js';
+import { renderOperations } from './render-operations.js';
+import { renderLibraryProject, renderReadme, renderSolution } from './render-project.js';
+import { renderTests, renderTestProject } from './render-tests.js';
+import { renderTypes } from './render-types.js';
+
+export const CSHARP_TEMPLATE = 'sdk-templates/csharp';
+const BUILD_OUTPUT = new Set(['bin', 'obj']);
+
+function copied(root: string, from: string, to: string, keep: (rel: string) => boolean): GeneratedFile[] {
+  const dir = join(root, CSHARP_TEMPLATE, from);
+  return listFiles(dir, BUILD_OUTPUT)
+    .filter(keep)
+    .map((rel) => ({ path: `${to}${rel}`, content: readFileSync(join(dir, rel), 'utf8') }));
+}
+
+export const csharpTarget: Target = {
+  name: 'csharp',
+  outDir: 'sdks/csharp',
+  implemented: true,
+  async generate(ir: IR, ctx: TargetContext): Promise<GeneratedFile[]> {
+    checkNames(ir);
+    const files: GeneratedFile[] = [
+      { path: 'AgentGraph.Sdk.slnx', content: renderSolution() },
+      { path: 'README.md', content: await ctx.format('README.md', renderReadme(ir)) },
+      { path: 'src/AgentGraph.Sdk/AgentGraph.Sdk.csproj', content: renderLibraryProject() },
+      { path: 'src/AgentGraph.Sdk/Generated/Errors.g.cs', content: renderErrors(ir) },
+      { path: 'src/AgentGraph.Sdk/Generated/Operations.g.cs', content: renderOperations(ir) },
+      { path: 'src/AgentGraph.Sdk/Generated/Types.g.cs', content: renderTypes(ir) },
+      { path: 'src/AgentGraph.Sdk/Generated/AgentGraph.g.cs', content: renderClient(ir) },
+      { path: 'test/AgentGraph.Sdk.Tests/AgentGraph.Sdk.Tests.csproj', content: renderTestProject() },
+      { path: 'test/AgentGraph.Sdk.Tests/GeneratedTests.cs', content: renderTests(ir) },
+      ...copied(
+        ctx.root,
+        '',
+        '',
+        (rel) => rel === 'Directory.Build.props' || rel === 'Directory.Packages.props',
+      ),
+      ...copied(ctx.root, 'src/AgentGraph.Sdk.Runtime', 'src/AgentGraph.Sdk/Runtime/', (rel) =>
+        rel.endsWith('.cs'),
+      ),
+      ...copied(ctx.root, 'samples', 'samples/', (rel) => rel.endsWith('.cs') || rel.endsWith('.csproj')),
+    ];
+    return files.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+  },
+};
