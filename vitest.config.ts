@@ -3,6 +3,38 @@ import { defineConfig } from 'vitest/config';
 
 const require = createRequire(import.meta.url);
 
+/**
+ * Test files that touch no database: `npm test` (scripts/test-all.mjs) runs them once, on the PGlite pass, and
+ * leaves them out of the PostgreSQL pass (AGENTGRAPH_TEST_SCOPE=database). The C# exactly-once run is here too:
+ * it tests the C# client (the TypeScript one runs on both databases), and costs a minute.
+ */
+const DB_AGNOSTIC = [
+  'codegen/test/sdk-generate.test.ts',
+  'codegen/test/sdk-ir.test.ts',
+  'codegen/test/schema-check/real-repo.test.ts',
+  'codegen/test/schema-check/units.test.ts',
+  'runtime/test/connection.test.ts',
+  'runtime/test/errors.test.ts',
+  'runtime/test/format-error.test.ts',
+  'runtime/test/limits.test.ts',
+  'runtime/test/log.test.ts',
+  'runtime/test/roles.test.ts',
+  'runtime/test/stream-guard.test.ts',
+  'sdk-templates/typescript/test/*.test.ts',
+  'sdk-templates/typescript/test/inbox/**',
+  'sdk-templates/typescript/test/intents/**',
+  'sdk-templates/typescript/test/outbox/**',
+  'sdk-templates/typescript/test/subscriptions/sse-parser.test.ts',
+  'subgraphs/catalog/test/manifest-schema.test.ts',
+  'subgraphs/coordination/test/agent-message-states.test.ts',
+  'subgraphs/coordination/test/intent-machine.test.ts',
+  'subgraphs/identity/test/passwords.test.ts',
+  'subgraphs/memory/test/secrets.test.ts',
+  'test/conformance/**',
+  'test/fault-proxy/**',
+  'test/e2e/csharp-exactly-once.test.ts',
+];
+
 export default defineConfig({
   resolve: {
     // graphql 16 ships CJS (`main`) and ESM (`module`). Node (and tsx) load `main`, and CJS dependencies such as
@@ -20,6 +52,10 @@ export default defineConfig({
       'test/conformance/**/*.test.ts',
       'test/fault-proxy/**/*.test.ts',
       'sdk-templates/typescript/test/**/*.test.ts',
+    ],
+    exclude: [
+      '**/node_modules/**',
+      ...(process.env['AGENTGRAPH_TEST_SCOPE'] === 'database' ? DB_AGNOSTIC : []),
     ],
     testTimeout: 60_000,
     hookTimeout: 120_000,
