@@ -16,6 +16,7 @@ import { parseArgs } from 'node:util';
 import { newPrincipal } from '../../test/src/subgraph-harness.js';
 import { runIndexingJobs } from '../../subgraphs/memory/src/index.js';
 import { startMemoryHarness } from '../../subgraphs/memory/test/harness.js';
+import { mulberry32 } from '../../test/fault-proxy/src/prng.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -32,18 +33,8 @@ const CONCURRENCY = Number(args.concurrency);
 const QUERIES = Number(args.queries);
 const DIM = Number(args.dim);
 
-/** Seeded generator (mulberry32): the same data on every run. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-const random = rng(6);
+/** Seeded (mulberry32): the same data on every run. */
+const random = mulberry32(6);
 /** A vocabulary of 2000 made-up words (so a text query matches a realistic few percent of the records). */
 const SYLLABLES = ['ka', 'lo', 'mi', 'nu', 're', 'sa', 'ti', 'vo', 'ze', 'da', 'fi', 'go', 'hu', 'je', 'pa'];
 const WORDS = Array.from({ length: 2000 }, (_, i) => {

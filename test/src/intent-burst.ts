@@ -4,6 +4,7 @@
  * from the last seq received. Returns what the device received and how many connections it took; the caller
  * asserts (every seq exactly once, in order; 21 connections).
  */
+import { mulberry32 } from '../fault-proxy/src/prng.js';
 import { subscribe } from './sse.js';
 
 export interface BurstOptions {
@@ -19,16 +20,6 @@ export interface BurstOptions {
 
 const DEVICE_STREAM = 'subscription D($a: Int) { deviceIntents(afterSeq: $a) { seq } }';
 
-export function seededRandom(seed: number): () => number {
-  let s = seed;
-  return () => {
-    s = (s + 0x6d2b79f5) | 0;
-    let t = Math.imul(s ^ (s >>> 15), 1 | s);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 export async function burstWithCuts(o: BurstOptions): Promise<{ received: number[]; connections: number }> {
   let next = 0;
   const creating = Promise.all(
@@ -39,7 +30,7 @@ export async function burstWithCuts(o: BurstOptions): Promise<{ received: number
       }
     }),
   );
-  const random = seededRandom(o.seed ?? 0x1ce1);
+  const random = mulberry32(o.seed ?? 0x1ce1);
   const cuts = new Set<number>();
   while (cuts.size < o.cuts) cuts.add(1 + Math.floor(random() * (o.total - 1)));
   const received: number[] = [];

@@ -7,19 +7,10 @@ import { describe, expect, it } from 'vitest';
 import { AppError } from '@agentgraph/runtime';
 import { filterWrite, redact, scan } from '../src/secrets/index.js';
 import { isCardNumber, isSsn, luhnValid, shannonEntropy } from '../src/secrets/detectors.js';
+import { mulberry32 } from '../../../test/fault-proxy/src/prng.js';
 
-/** A seeded generator (mulberry32), so the random-looking tokens are the same on every run. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-const next = rng(20261129);
+/** Seeded (mulberry32), so the random-looking tokens are the same on every run. */
+const next = mulberry32(20261129);
 function token(length: number, alphabet: string): string {
   let s = '';
   for (let i = 0; i < length; i++) s += alphabet[Math.floor(next() * alphabet.length)];
