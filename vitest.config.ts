@@ -6,7 +6,7 @@ const require = createRequire(import.meta.url);
 /**
  * Test files that touch no database: `npm test` (scripts/test-all.mjs) runs them once, on the PGlite pass, and
  * leaves them out of the PostgreSQL pass (AGENTGRAPH_TEST_SCOPE=database). The C# exactly-once run is here too:
- * it tests the C# client (the TypeScript one runs on both databases), and costs a minute.
+ * it tests the C# client (the TypeScript one runs on both databases), and costs a minute; so does the Python one.
  */
 const DB_AGNOSTIC = [
   'codegen/test/sdk-generate.test.ts',
@@ -33,6 +33,7 @@ const DB_AGNOSTIC = [
   'test/conformance/**',
   'test/fault-proxy/**',
   'test/e2e/csharp-exactly-once.test.ts',
+  'test/e2e/python-exactly-once.test.ts',
 ];
 
 export default defineConfig({

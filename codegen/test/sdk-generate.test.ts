@@ -56,6 +56,7 @@ describe('SDK generation', () => {
     expect(again.reports.map((r) => [r.target.name, r.report.written, r.report.deleted])).toEqual([
       ['typescript', [], []],
       ['csharp', [], []],
+      ['python', [], []],
     ]);
   });
 
@@ -123,16 +124,17 @@ describe('SDK generation', () => {
     typecheck(join(tmp, 'fixture/sdks/typescript'));
   });
 
-  it('registers csharp (issue 9) and python (not implemented yet: writes nothing) as targets', () => {
+  it('registers csharp (issue 9) and python (issue 10) as targets', () => {
     const names = first.targets.map((t) => [t.target.name, t.target.implemented, t.files.length]);
     expect(names).toEqual([
       ['typescript', true, first.targets[0]!.files.length],
       ['csharp', true, first.targets[1]!.files.length],
-      ['python', false, 0],
+      ['python', true, first.targets[2]!.files.length],
     ]);
     expect(first.targets[1]!.files.length).toBeGreaterThan(10);
     expect(existsSync(join(tmp, 'a/sdks/csharp/src/AgentGraph.Sdk/Generated/Errors.g.cs'))).toBe(true);
-    expect(existsSync(join(tmp, 'a/sdks/python'))).toBe(false);
+    expect(existsSync(join(tmp, 'a/sdks/python/agentgraph/operations.py'))).toBe(true);
+    expect(existsSync(join(tmp, 'a/sdks/python/agentgraph/py.typed'))).toBe(true);
   });
 
   it('names error classes as the runtime does', async () => {

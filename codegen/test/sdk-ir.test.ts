@@ -42,7 +42,11 @@ describe('the IR of the real API', () => {
       kind: 'curated',
       file: 'schemas/operations/coordination.graphql',
     });
-    expect(op(real, 'PutMemory').origin).toEqual({ kind: 'default', field: 'Mutation.putMemory' });
+    expect(op(real, 'PutMemory').origin).toEqual({
+      kind: 'curated',
+      file: 'schemas/operations/memory.graphql',
+    });
+    expect(op(real, 'CreateIntent').origin).toEqual({ kind: 'default', field: 'Mutation.createIntent' });
   });
 
   it('subscription defaults reference other entities by id only (one subgraph serves a stream)', () => {
@@ -56,9 +60,13 @@ describe('the IR of the real API', () => {
   });
 
   it('privacy tables come from @privacy on arguments and input fields', () => {
+    // A curated document's table comes from the schema as a default one's does.
     expect(op(real, 'PutMemory').privacy).toEqual({
       'input.content': { class: 'PERSONAL', required: true },
+      'input.embedding': { class: 'PERSONAL', required: false },
+      'input.expiresAt': { class: 'INTERNAL', required: false },
       'input.kind': { class: 'INTERNAL', required: true },
+      'input.metadata': { class: 'PERSONAL', required: false },
       'input.tags': { class: 'INTERNAL', required: false },
       'input.workspaceId': { class: 'INTERNAL', required: true },
     });

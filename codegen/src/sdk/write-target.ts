@@ -9,7 +9,7 @@ import type { GeneratedFile } from './target.js';
 import { listFiles } from './files.js';
 
 /** Folders in an SDK folder the generator never owns (a package manager's, or .NET build output). */
-export const NOT_OURS: ReadonlySet<string> = new Set(['node_modules', 'bin', 'obj']);
+export const NOT_OURS: ReadonlySet<string> = new Set(['node_modules', 'bin', 'obj', '__pycache__']);
 
 export interface WriteReport {
   written: string[];
