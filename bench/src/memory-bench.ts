@@ -161,13 +161,13 @@ async function main(): Promise<void> {
     searchMs: searchResults,
   };
   await h.close();
-  console.log(`memory bench on ${result.driver}, ${RECORDS} records (dim ${DIM}) in one tenant`);
-  console.log(
+  console.error(`memory bench on ${result.driver}, ${RECORDS} records (dim ${DIM}) in one tenant`);
+  console.error(
     `putMemory over HTTP: ${result.put.perSecond.toFixed(0)}/s (${PUTS} puts, ${CONCURRENCY} concurrent)`,
   );
-  console.log(`indexing jobs: ${result.indexing.perSecond.toFixed(0)}/s`);
+  console.error(`indexing jobs: ${result.indexing.perSecond.toFixed(0)}/s`);
   for (const [k, v] of Object.entries(searchResults)) {
-    console.log(
+    console.error(
       `search ${k.padEnd(6)} p50 ${v.p50.toFixed(1)} ms  p99 ${v.p99.toFixed(1)} ms  (${v.n} queries)`,
     );
   }
@@ -175,7 +175,9 @@ async function main(): Promise<void> {
   mkdirSync(dir, { recursive: true });
   const file = join(dir, `${new Date().toISOString().replace(/[:.]/g, '-')}-memory-${result.driver}.json`);
   writeFileSync(file, JSON.stringify(result, null, 2) + '\n');
-  console.log(`wrote ${file}`);
+  console.error(`wrote ${file}`);
+  // The JSON on stdout (npm run bench -- --memory keeps it); the lines above go to stderr.
+  console.log(JSON.stringify(result, null, 2));
 }
 
 main().catch((err: unknown) => {
