@@ -10,6 +10,7 @@
  *   npm run bench -- --coordination     idle device streams (memory per stream), intent create-to-received latency
  *   npm run bench -- --memory           memory writes and search (text, vector, hybrid) at 100,000 records
  *   npm run bench -- --catalog          analysis of a 5 MB package, TUF signing of a 1,000-target channel
+ *   npm run bench -- --csharp           C# SDK: overhead per call over plain HttpClient, outbox throughput
  *
  * Options: --connections 32 --warmup 3 --duration 10 --targets direct,ours,stock,stock-keepalive,hive
  * See bench/README.md for what the numbers mean and their caveats.
@@ -47,6 +48,7 @@ const { values: args } = parseArgs({
     coordination: { type: 'boolean', default: false },
     memory: { type: 'boolean', default: false },
     catalog: { type: 'boolean', default: false },
+    csharp: { type: 'boolean', default: false },
     'token-concurrency': { type: 'string', default: '16' },
     'token-pool': { type: 'string', default: '12000' },
     rate: { type: 'string', default: '400' },
@@ -67,17 +69,19 @@ const MODE = args.coordination
     ? 'memory'
     : args.catalog
       ? 'catalog'
-      : args.auth
-        ? 'auth'
-        : args.sdk
-          ? 'sdk'
-          : args['schema-check']
-            ? 'schema-check'
-            : args['subgraph-servers']
-              ? 'subgraph-servers'
-              : args.profile
-                ? 'profile'
-                : 'gateway';
+      : args.csharp
+        ? 'csharp'
+        : args.auth
+          ? 'auth'
+          : args.sdk
+            ? 'sdk'
+            : args['schema-check']
+              ? 'schema-check'
+              : args['subgraph-servers']
+                ? 'subgraph-servers'
+                : args.profile
+                  ? 'profile'
+                  : 'gateway';
 const CONNECTIONS = Number(args.connections);
 const WARMUP = Number(args.warmup);
 const DURATION = Number(args.duration);
@@ -666,6 +670,10 @@ async function main() {
   }
   if (MODE === 'catalog') {
     runScripts({ catalog: [join(BENCH_SRC, 'catalog-bench.ts')] });
+    return;
+  }
+  if (MODE === 'csharp') {
+    runScripts({ csharp: [join(BENCH_SRC, 'csharp-bench.ts')] });
     return;
   }
   if (MODE === 'schema-check') {

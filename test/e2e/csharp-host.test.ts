@@ -6,6 +6,10 @@
  *   and tokens in a 0600 file in a 0700 directory;
  * - signed intent reports: the device's C# ES256 reports walk an intent LOCALLY_APPROVED → EXECUTING → COMPLETED
  *   through the generated SDK's ReportIntentStateAsync;
+ * - intents over the device stream: the host's SubscriptionClient (deviceIntents, resumed after a seq) receives an
+ *   intent the owner created, IntentVerifier checks it against coordination's intent JWKS (aud = device id, typ,
+ *   times, SQLite replay cache), the host walks it DELIVERED → COMPLETED with signed reports, and refuses the same JWS
+ *   again, a tampered copy, a copy signed by another key, and (restarted) the server's redelivery of it;
  * - the token broker on a Unix socket: this Node process (an allowed executable, same uid) gets an RFC 8693 token
  *   (act.sub, ≤ 5 min, no refresh token) that the gateway accepts and that no other audience accepts; a request for
  *   another audience is refused by identity; a client running `dotnet` (not allowed) is refused, and a client of
@@ -185,6 +189,57 @@ describe('C# desktop host against the platform', () => {
       owner.token,
     );
     expect(read.data?.intent).toEqual({ state: 'COMPLETED' });
+  }, 60_000);
+
+  it('receives an intent over the device stream, verifies it, walks it with signed reports; refuses replays and forgeries', async () => {
+    const gateway = `${p.gatewayUrl}/graphql`;
+    const intentIssuer = new URL(p.subgraphs.coordination).origin;
+    // The previous test's intent is seq 1: the host resumes after it, so the new intent reaches it live or, if the
+    // stream opens after the creation, from the backlog (either way over the stream, never twice).
+    const run = tool(['intents', issuer, gateway, storeDir, intentIssuer, '1', '1']);
+    const created = await p.gql(
+      'mutation C($i: CreateIntentInput!, $k: ID!) { createIntent(input: $i, idempotencyKey: $k) { intent { id seq } } }',
+      {
+        i: { deviceId, action: 'open-file', params: '{"path":"notes.md"}', expiresInSeconds: 600 },
+        k: randomUUID(),
+      },
+      owner.token,
+    );
+    expect(created.errors).toBeUndefined();
+    const intent = created.data.createIntent.intent as { id: string; seq: number };
+    expect(intent.seq).toBe(2);
+    expect(await run.exited).toBe(0);
+    expect(run.lines).toEqual([
+      { received: 2, intent: intent.id, action: 'open-file', verified: true, refused: null },
+      ...['DELIVERED', 'LOCALLY_APPROVED', 'EXECUTING', 'COMPLETED'].map((s) => ({ reported: s, state: s })),
+      { attempt: 'replayed', refused: 'REPLAYED' },
+      { attempt: 'tampered', refused: 'FORGED_SIGNATURE' },
+      { attempt: 'otherKey', refused: 'FORGED_SIGNATURE' },
+    ]);
+    const history = await p.gql(
+      'query I($id: ID!) { intent(id: $id) { state history { edges { node { state actor } } } } }',
+      { id: intent.id },
+      owner.token,
+    );
+    expect(history.errors).toBeUndefined();
+    expect(history.data.intent.state).toBe('COMPLETED');
+    expect(
+      (history.data.intent.history.edges as { node: { state: string; actor: string } }[]).map((e) => e.node),
+    ).toEqual([
+      { state: 'QUEUED', actor: owner.userId },
+      ...['DELIVERED', 'LOCALLY_APPROVED', 'EXECUTING', 'COMPLETED'].map((state) => ({
+        state,
+        actor: `device:${deviceId}`,
+      })),
+    ]);
+
+    // A restarted host that resumes from before the intent gets it again from the server: its SQLite replay cache
+    // (in the store directory) refuses it, and nothing is reported.
+    const again = tool(['intents', issuer, gateway, storeDir, intentIssuer, '1', '1']);
+    expect(await again.exited).toBe(0);
+    expect(again.lines).toEqual([
+      { received: 2, intent: intent.id, action: 'open-file', verified: false, refused: 'REPLAYED' },
+    ]);
   }, 60_000);
 
   describe('the token broker', () => {

@@ -1,0 +1,84 @@
+/**
+ * The C# SDK's benchmark (issue 9): `npx tsx bench/src/csharp-bench.ts [--calls 2000] [--rounds 5] [--messages 2000]
+ * [--rooms 10]` builds sdk-templates/csharp/bench/AgentGraph.Sdk.Bench (Release; needs the generated SDK in sdks/csharp,
+ * i.e. `npm run codegen` on a fresh tree), runs it and prints its JSON:
+ *
+ * - SDK overhead per call: the generated client vs a plain HttpClient POST against a loopback HttpListener, the
+ *   same query and keyed mutation, one call at a time (µs and CPU µs per call, median of interleaved rounds);
+ * - outbox throughput: enqueue and drain (stub send) through the SQLite outbox, synchronous FULL and NORMAL
+ *   (messages/s).
+ */
+import { execFileSync } from 'node:child_process';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { z } from 'zod';
+import { REPO_ROOT } from './lib/proc.js';
+
+const { values } = parseArgs({
+  options: {
+    calls: { type: 'string', default: '2000' },
+    rounds: { type: 'string', default: '5' },
+    messages: { type: 'string', default: '2000' },
+    rooms: { type: 'string', default: '10' },
+  },
+});
+const counts = z
+  .object({
+    calls: z.coerce.number().int().positive(),
+    rounds: z.coerce.number().int().positive(),
+    messages: z.coerce.number().int().positive(),
+    rooms: z.coerce.number().int().positive(),
+  })
+  .parse(values);
+
+const PROJECT = join(REPO_ROOT, 'sdk-templates/csharp/bench/AgentGraph.Sdk.Bench');
+const DLL = join(PROJECT, 'bin/Release/net10.0/AgentGraph.Sdk.Bench.dll');
+const env = { ...process.env, DOTNET_CLI_TELEMETRY_OPTOUT: '1', DOTNET_NOLOGO: '1' };
+
+// One build node, no build servers left running (the machine is shared); build output goes to stderr.
+execFileSync(
+  'dotnet',
+  ['build', PROJECT, '-c', 'Release', '--nologo', '-v', 'q', '-m:1', '--disable-build-servers'],
+  {
+    env,
+    stdio: ['ignore', 2, 'inherit'],
+  },
+);
+const stdout = execFileSync(
+  'dotnet',
+  [DLL, ...Object.entries(counts).flatMap(([name, n]) => [`--${name}`, String(n)])],
+  { env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] },
+);
+
+const PerCall = z.object({
+  plainHttpClientUsPerCall: z.number(),
+  sdkUsPerCall: z.number(),
+  sdkExtraUsPerCall: z.number(),
+  plainCpuUsPerCall: z.number(),
+  sdkCpuUsPerCall: z.number(),
+  sdkExtraCpuUsPerCall: z.number(),
+});
+const Throughput = z.object({
+  enqueueMs: z.number(),
+  enqueuePerSecond: z.number(),
+  drainMs: z.number(),
+  drainPerSecond: z.number(),
+  endToEndPerSecond: z.number(),
+});
+const result = z
+  .object({
+    calls: z.number(),
+    rounds: z.number(),
+    dotnet: z.string(),
+    processors: z.number(),
+    query: PerCall,
+    mutation: PerCall,
+    outbox: z.object({
+      messages: z.number(),
+      rooms: z.number(),
+      synchronousFull: Throughput,
+      synchronousNormal: Throughput,
+    }),
+  })
+  .parse(JSON.parse(stdout));
+console.log(JSON.stringify(result, null, 2));
