@@ -28,7 +28,7 @@ import {
 } from '@agentgraph/runtime';
 import { z } from 'zod';
 import { capabilitiesOf } from './capabilities.js';
-import type { Resolvers } from './generated/resolvers.js';
+import type { MutationResolvers, Resolvers } from './generated/resolvers.js';
 import {
   AddMemberInput,
   DeviceName,
@@ -141,6 +141,26 @@ function userById(ctx: SubgraphContext, id: string): Promise<UserModel | null> {
   ).load(id.toLowerCase());
 }
 
+/**
+ * Identity's mutations change accounts, devices and members. A token obtained by token exchange (the Python
+ * sidecar's, carrying `act`) may read through identity but change nothing here.
+ */
+function refuseExchangedTokens(mutations: MutationResolvers): MutationResolvers {
+  const guarded: Record<string, unknown> = {};
+  for (const [name, resolve] of Object.entries(mutations)) {
+    guarded[name] = (parent: unknown, args: unknown, ctx: SubgraphContext, info: unknown) => {
+      if (ctx.auth?.actor !== undefined) {
+        throw new AppError(
+          'FORBIDDEN',
+          `A token obtained by token exchange (e.g. the Python sidecar's) cannot call ${name}: identity's mutations need the user's or the desktop host's own token.`,
+        );
+      }
+      return (resolve as (...a: unknown[]) => unknown)(parent, args, ctx, info);
+    };
+  }
+  return guarded as MutationResolvers;
+}
+
 export const resolvers: Resolvers = {
   DateTime: DateTimeScalar,
 
@@ -181,7 +201,7 @@ export const resolvers: Resolvers = {
     },
   },
 
-  Mutation: {
+  Mutation: refuseExchangedTokens({
     registerDevice: (_parent, args, ctx) => {
       const auth = requireAuth(ctx.auth);
       const userId = userIdOf(auth);
@@ -383,7 +403,7 @@ export const resolvers: Resolvers = {
         return { userId: target };
       });
     },
-  },
+  }),
 
   Tenant: {
     __resolveReference: async (ref, ctx) => {

@@ -45,6 +45,7 @@ interface SubjectClaims extends JWTPayload {
   client_id?: string;
   gid?: string;
   did?: string;
+  act?: { sub?: string };
 }
 
 export function tokenExchangeHandler(
@@ -89,6 +90,11 @@ export function tokenExchangeHandler(
       ]);
     } catch {
       throw new errors.InvalidGrant('subject_token is invalid, expired or not issued by this server');
+    }
+    if (subject.act !== undefined) {
+      throw new errors.InvalidGrant(
+        'subject_token is itself an exchanged token: only the desktop host’s own access token can be exchanged',
+      );
     }
     if (subject.client_id !== client.clientId) {
       throw new errors.InvalidGrant('subject_token was issued to another client');

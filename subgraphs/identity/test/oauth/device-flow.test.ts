@@ -167,11 +167,19 @@ describe('device authorization grant (RFC 8628) with openid-client', () => {
     // Broader than the subject: refused.
     await expect(
       client.genericGrantRequest(config, TOKEN_EXCHANGE_GRANT, {
-        subject_token: exchanged.access_token,
+        subject_token: refreshed.access_token,
         subject_token_type: TOKEN_TYPE_ACCESS_TOKEN,
-        scope: 'api:read api:write',
+        scope: 'api:read api:admin',
       }),
     ).rejects.toMatchObject({ error: 'invalid_scope' });
+    // An exchanged token is not exchanged again (the sidecar cannot mint tokens at identity), not even narrower.
+    await expect(
+      client.genericGrantRequest(config, TOKEN_EXCHANGE_GRANT, {
+        subject_token: exchanged.access_token,
+        subject_token_type: TOKEN_TYPE_ACCESS_TOKEN,
+        scope: 'api:read',
+      }),
+    ).rejects.toMatchObject({ error: 'invalid_grant' });
 
     // Reusing the rotated-away refresh token revokes the whole family: the live refresh token and access tokens.
     await expect(client.refreshTokenGrant(config, tokens.refresh_token!)).rejects.toMatchObject({
