@@ -58,6 +58,10 @@ export default defineConfig({
       '**/node_modules/**',
       ...(process.env['AGENTGRAPH_TEST_SCOPE'] === 'database' ? DB_AGNOSTIC : []),
     ],
+    // Two files at a time: most of the suite waits (HTTP round trips, Retry-After, child processes), so two workers
+    // on a 2-core machine cut the wall time without starving the timing-bounded checks. .NET builds are serialised
+    // across workers (test/src/dotnet-build.ts).
+    maxWorkers: 2,
     testTimeout: 60_000,
     hookTimeout: 120_000,
     pool: 'forks',

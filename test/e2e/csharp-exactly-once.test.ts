@@ -6,23 +6,18 @@
  * mid-run and started again on the same outbox file. The server holds each message exactly once, and every room's
  * messages are in enqueue order. The .NET projects are built once (Release) for this file, then the dll is run.
  */
-import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, it } from 'vitest';
 import { startExactlyOnceBed, TOTAL, type ExactlyOnceBed } from '../src/exactly-once.js';
+import { buildDotnetProject, DOTNET_ENV } from '../src/dotnet-build.js';
 
 const PROJECT = fileURLToPath(new URL('../../sdks/csharp/samples/OutboxPoster/', import.meta.url));
 const DLL = join(PROJECT, 'bin/Release/net10.0/OutboxPoster.dll');
-const DOTNET_ENV = { ...process.env, DOTNET_CLI_TELEMETRY_OPTOUT: '1', DOTNET_NOLOGO: '1' };
 let bed: ExactlyOnceBed;
 
 beforeAll(async () => {
-  execFileSync(
-    'dotnet',
-    ['build', PROJECT, '-c', 'Release', '--nologo', '-v', 'q', '-m:1', '--disable-build-servers'],
-    { env: DOTNET_ENV, stdio: ['ignore', 'ignore', 'inherit'] },
-  );
+  await buildDotnetProject(PROJECT);
   bed = await startExactlyOnceBed('csharp-exactly-once', 9);
 }, 300_000);
 afterAll(async () => {

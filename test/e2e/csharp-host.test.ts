@@ -25,12 +25,12 @@ import { fileURLToPath } from 'node:url';
 import { createRemoteJWKSet, decodeJwt, jwtVerify } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestPlatform, type TestPlatform, type TestUser } from '../src/platform.js';
+import { buildDotnetProject, DOTNET_ENV } from '../src/dotnet-build.js';
 
 const PROJECT = fileURLToPath(
   new URL('../../sdk-templates/csharp/tools/AgentGraph.Host.E2eTool/', import.meta.url),
 );
 const DLL = join(PROJECT, 'bin/Release/net10.0/AgentGraph.Host.E2eTool.dll');
-const DOTNET_ENV = { ...process.env, DOTNET_CLI_TELEMETRY_OPTOUT: '1', DOTNET_NOLOGO: '1' };
 
 let p: TestPlatform;
 let owner: TestUser;
@@ -41,11 +41,7 @@ const socketPath = join(dir, 'run', 'broker.sock');
 const children: ChildProcess[] = [];
 
 beforeAll(async () => {
-  execFileSync(
-    'dotnet',
-    ['build', PROJECT, '-c', 'Release', '--nologo', '-v', 'q', '-m:1', '--disable-build-servers'],
-    { env: DOTNET_ENV, stdio: ['ignore', 'ignore', 'inherit'] },
-  );
+  await buildDotnetProject(PROJECT);
   p = await startTestPlatform({ DEVICE_POLL_INTERVAL_SECONDS: '1' });
   owner = await p.tokenFor({ tenant: 'csharp-host' });
   issuer = p.platform.config.tokenIssuer;

@@ -9,7 +9,7 @@
  *   nor with another audience (PyJWT's audience check, and a resource server of another audience, refuse it);
  * - never writes the token to its logs (stderr) or to disk (its HOME and working directory stay empty).
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, realpathSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
@@ -21,12 +21,12 @@ import { AppError, createTokenVerifier } from '@agentgraph/runtime';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFaultProxy, type FaultProxy } from '../fault-proxy/src/index.js';
 import { startTestPlatform, type TestPlatform, type TestUser } from '../src/platform.js';
+import { buildDotnetProject, DOTNET_ENV } from '../src/dotnet-build.js';
 
 const PROJECT = fileURLToPath(
   new URL('../../sdk-templates/csharp/tools/AgentGraph.Host.E2eTool/', import.meta.url),
 );
 const DLL = join(PROJECT, 'bin/Release/net10.0/AgentGraph.Host.E2eTool.dll');
-const DOTNET_ENV = { ...process.env, DOTNET_CLI_TELEMETRY_OPTOUT: '1', DOTNET_NOLOGO: '1' };
 const SIDECAR = fileURLToPath(new URL('../../sdks/python/samples/sidecar_agent.py', import.meta.url));
 const PYTHON = existsSync('/usr/bin/python3') ? '/usr/bin/python3' : 'python3';
 const JWT_SHAPE = /eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\./;
@@ -88,11 +88,7 @@ function tool(args: string[]) {
 }
 
 beforeAll(async () => {
-  execFileSync(
-    'dotnet',
-    ['build', PROJECT, '-c', 'Release', '--nologo', '-v', 'q', '-m:1', '--disable-build-servers'],
-    { env: DOTNET_ENV, stdio: ['ignore', 'ignore', 'inherit'] },
-  );
+  await buildDotnetProject(PROJECT);
   p = await startTestPlatform({ DEVICE_POLL_INTERVAL_SECONDS: '1' });
   owner = await p.tokenFor({ tenant: 'python-sidecar' });
   issuer = p.platform.config.tokenIssuer;
