@@ -11,6 +11,7 @@
  *   npm run bench -- --memory           memory writes and search (text, vector, hybrid) at 100,000 records
  *   npm run bench -- --catalog          analysis of a 5 MB package, TUF signing of a 1,000-target channel
  *   npm run bench -- --csharp           C# SDK: overhead per call over plain HttpClient, outbox throughput
+ *   npm run bench -- --python           Python SDK: overhead per call over plain httpx, outbox throughput
  *
  * Options: --connections 32 --warmup 3 --duration 10 --targets direct,ours,stock,stock-keepalive,hive
  * See bench/README.md for what the numbers mean and their caveats.
@@ -49,6 +50,7 @@ const { values: args } = parseArgs({
     memory: { type: 'boolean', default: false },
     catalog: { type: 'boolean', default: false },
     csharp: { type: 'boolean', default: false },
+    python: { type: 'boolean', default: false },
     'token-concurrency': { type: 'string', default: '16' },
     'token-pool': { type: 'string', default: '12000' },
     rate: { type: 'string', default: '400' },
@@ -71,17 +73,19 @@ const MODE = args.coordination
       ? 'catalog'
       : args.csharp
         ? 'csharp'
-        : args.auth
-          ? 'auth'
-          : args.sdk
-            ? 'sdk'
-            : args['schema-check']
-              ? 'schema-check'
-              : args['subgraph-servers']
-                ? 'subgraph-servers'
-                : args.profile
-                  ? 'profile'
-                  : 'gateway';
+        : args.python
+          ? 'python'
+          : args.auth
+            ? 'auth'
+            : args.sdk
+              ? 'sdk'
+              : args['schema-check']
+                ? 'schema-check'
+                : args['subgraph-servers']
+                  ? 'subgraph-servers'
+                  : args.profile
+                    ? 'profile'
+                    : 'gateway';
 const CONNECTIONS = Number(args.connections);
 const WARMUP = Number(args.warmup);
 const DURATION = Number(args.duration);
@@ -674,6 +678,10 @@ async function main() {
   }
   if (MODE === 'csharp') {
     runScripts({ csharp: [join(BENCH_SRC, 'csharp-bench.ts')] });
+    return;
+  }
+  if (MODE === 'python') {
+    runScripts({ python: [join(BENCH_SRC, 'python-bench.ts')] });
     return;
   }
   if (MODE === 'schema-check') {

@@ -1,0 +1,85 @@
+/**
+ * The Python SDK's benchmark (issue 10): `npx tsx bench/src/python-bench.ts [--calls 500] [--rounds 5]
+ * [--messages 1000] [--rooms 10]` runs sdk-templates/python/bench/sdk_overhead.py with Debian's /usr/bin/python3
+ * (needs the generated SDK in sdks/python, i.e. `npm run codegen` on a fresh tree, and python3-httpx, -tenacity,
+ * -jwt, -cryptography), checks its JSON with zod and prints it:
+ *
+ * - SDK overhead per call: the generated `agentgraph` client vs a plain httpx.AsyncClient POST of the same body
+ *   against a loopback http.server in a child process, the same query and idempotent mutation, one call at a time
+ *   (µs and CPU µs per call, median of interleaved rounds);
+ * - outbox throughput: enqueue and drain (stub send) through the sqlite3 outbox, synchronous FULL and NORMAL
+ *   (messages/s).
+ */
+import { execFileSync } from 'node:child_process';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { z } from 'zod';
+import { REPO_ROOT } from './lib/proc.js';
+
+const PYTHON = '/usr/bin/python3';
+const SCRIPT = join(REPO_ROOT, 'sdk-templates/python/bench/sdk_overhead.py');
+
+const { values } = parseArgs({
+  options: {
+    calls: { type: 'string', default: '500' },
+    rounds: { type: 'string', default: '5' },
+    messages: { type: 'string', default: '1000' },
+    rooms: { type: 'string', default: '10' },
+  },
+});
+const counts = z
+  .object({
+    calls: z.coerce.number().int().positive(),
+    rounds: z.coerce.number().int().positive(),
+    messages: z.coerce.number().int().positive(),
+    rooms: z.coerce.number().int().positive(),
+  })
+  .parse(values);
+
+const stdout = execFileSync(
+  PYTHON,
+  [SCRIPT, ...Object.entries(counts).flatMap(([name, n]) => [`--${name}`, String(n)])],
+  {
+    cwd: REPO_ROOT,
+    env: { ...process.env, PYTHONDONTWRITEBYTECODE: '1' },
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'inherit'],
+  },
+);
+
+const PerCall = z.object({
+  plainHttpxUsPerCall: z.number(),
+  sdkUsPerCall: z.number(),
+  sdkExtraUsPerCall: z.number(),
+  plainCpuUsPerCall: z.number(),
+  sdkCpuUsPerCall: z.number(),
+  sdkExtraCpuUsPerCall: z.number(),
+  roundsUs: z.object({ plain: z.array(z.number()), sdk: z.array(z.number()) }),
+});
+const Throughput = z.object({
+  enqueueMs: z.number(),
+  enqueuePerSecond: z.number(),
+  drainMs: z.number(),
+  drainPerSecond: z.number(),
+  endToEndPerSecond: z.number(),
+});
+const result = z
+  .object({
+    calls: z.number(),
+    rounds: z.number(),
+    python: z.string(),
+    httpx: z.string(),
+    sqlite: z.string(),
+    processors: z.number(),
+    query: PerCall,
+    mutation: PerCall,
+    serverRequests: z.number(),
+    outbox: z.object({
+      messages: z.number(),
+      rooms: z.number(),
+      synchronousFull: Throughput,
+      synchronousNormal: Throughput,
+    }),
+  })
+  .parse(JSON.parse(stdout));
+console.log(JSON.stringify(result, null, 2));
