@@ -203,7 +203,7 @@ async function main() {
     for (let i = 0; i < count; i += batch) {
       const opened = await Promise.all(
         Array.from({ length: Math.min(batch, count - i) }, (_, j) => {
-          const index = (streams.length + i + j) % devices.length;
+          const index = (streams.length + j) % devices.length;
           return openStream(gatewayUrl, devices[index]!.token, index, onIntent);
         }),
       );
@@ -287,8 +287,8 @@ async function main() {
   }
   await Promise.all(pending);
   const createdMs = performance.now() - start;
-  // Let the last deliveries arrive: until all are in, or nothing new came for 5 s.
-  for (let idle = 0, seen = received.size; received.size < total - errors.length && idle < 50;) {
+  // Let the last deliveries arrive: until all are in, or nothing new came for 20 s.
+  for (let idle = 0, seen = received.size; received.size < total - errors.length && idle < 200;) {
     await sleep(100);
     if (received.size === seen) idle++;
     else [idle, seen] = [0, received.size];
