@@ -33,10 +33,6 @@ async function main(): Promise<number> {
       `${manifestChanged ? 'wrote' : 'unchanged'} ${MANIFEST_PATH}`,
   );
   for (const { target, files, ms } of sdks.targets) {
-    if (!target.implemented) {
-      console.log(`sdk ${target.name}: not yet implemented (${target.plannedIn}); nothing written`);
-      continue;
-    }
     const report = reports.find((r) => r.target === target)!.report;
     console.log(
       `sdk ${target.name}: ${files.length} files in ${ms.toFixed(0)} ms → ${target.outDir} ` +

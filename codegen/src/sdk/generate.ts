@@ -51,16 +51,16 @@ export async function generateSdks(
 }
 
 /**
- * Writes the manifest and every implemented target under `outRoot` (the repository root, or a temporary folder).
- * Targets that are not implemented write nothing, not even an empty folder.
+ * Writes the manifest and every target under `outRoot` (the repository root, or a temporary folder).
  */
 export function writeSdks(
   result: GenerateResult,
   outRoot: string,
 ): { manifestChanged: boolean; reports: Array<{ target: Target; report: WriteReport }> } {
   const manifestChanged = writeIfChanged(join(outRoot, MANIFEST_PATH), result.manifest);
-  const reports = result.targets
-    .filter((t) => t.target.implemented)
-    .map(({ target, files }) => ({ target, report: writeTarget(join(outRoot, target.outDir), files) }));
+  const reports = result.targets.map(({ target, files }) => ({
+    target,
+    report: writeTarget(join(outRoot, target.outDir), files),
+  }));
   return { manifestChanged, reports };
 }

@@ -30,7 +30,6 @@ function copied(root: string, from: string, to: string, keep: (rel: string) => b
 export const csharpTarget: Target = {
   name: 'csharp',
   outDir: 'sdks/csharp',
-  implemented: true,
   async generate(ir: IR, ctx: TargetContext): Promise<GeneratedFile[]> {
     checkNames(ir);
     const files: GeneratedFile[] = [

@@ -21,7 +21,6 @@ const SKIP = new Set(['__pycache__']);
 export const pythonTarget: Target = {
   name: 'python',
   outDir: 'sdks/python',
-  implemented: true,
   async generate(ir: IR, ctx: TargetContext): Promise<GeneratedFile[]> {
     const dir = join(ctx.root, PYTHON_RUNTIME);
     const runtime = listFiles(dir, SKIP)

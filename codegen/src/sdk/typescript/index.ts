@@ -45,7 +45,6 @@ export * from './runtime/index.node.js';
 export const typescriptTarget: Target = {
   name: 'typescript',
   outDir: 'sdks/typescript',
-  implemented: true,
   async generate(ir: IR, ctx: TargetContext): Promise<GeneratedFile[]> {
     checkNames(ir);
     const generated: GeneratedFile[] = [
