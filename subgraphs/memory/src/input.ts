@@ -2,7 +2,7 @@
  * Argument validation at the resolver (zod). A failure is BAD_USER_INPUT naming the field and the rule, never the
  * value the client sent. Also the role rule for writes.
  */
-import { AppError, badInput, requireAuth, type AuthContext } from '@agentgraph/runtime';
+import { AppError, badInput, requireAuth, roleCovers, type AuthContext } from '@agentgraph/runtime';
 import { z } from 'zod';
 
 /** Any RFC 4122-shaped UUID (PostgreSQL's uuid accepts every version), normalised to lowercase. */
@@ -219,7 +219,7 @@ export function parseArgs<S extends z.ZodType>(schema: S, args: unknown): z.outp
 /** Writers: OWNER, ADMIN and OPERATOR (not VIEWER, nor a catalog-only role). */
 export function requireWriter(auth: AuthContext | null): AuthContext {
   const a = requireAuth(auth);
-  if (a.role !== 'OWNER' && a.role !== 'ADMIN' && a.role !== 'OPERATOR') {
+  if (!roleCovers(a.role, 'OPERATOR')) {
     throw new AppError(
       'FORBIDDEN',
       `Your role (${a.role}) can read memory but not change it. Ask an owner or admin of your tenant for a writing role.`,
@@ -228,10 +228,10 @@ export function requireWriter(auth: AuthContext | null): AuthContext {
   return a;
 }
 
-/** Tenant administration (jobs, tenant-wide erasure): OWNER and ADMIN. */
+/** Tenant administration (jobs, tenant-wide erasure): ADMIN and the roles above it (runtime/src/roles.ts). */
 export function requireAdmin(auth: AuthContext | null): AuthContext {
   const a = requireAuth(auth);
-  if (a.role !== 'OWNER' && a.role !== 'ADMIN') {
+  if (!roleCovers(a.role, 'ADMIN')) {
     throw new AppError(
       'FORBIDDEN',
       `This needs the OWNER or ADMIN role; your token has ${a.role}. Ask an owner or admin of your tenant.`,
