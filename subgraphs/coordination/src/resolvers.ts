@@ -31,6 +31,7 @@ import {
 import { roomMessageStream } from './stream.js';
 import { agentMessageResolvers as agentMessages } from './messages/resolvers.js';
 import { takeRateToken } from './limits/rate-limiter.js';
+import { seqKey } from './seq-cursor.js';
 
 const DEFAULT_PAGE_SIZE = 20;
 
@@ -61,19 +62,6 @@ function roomKey(key: SortKey): [string, string] {
     });
   }
   return [key[0], key[1]];
-}
-
-function seqKey(key: SortKey, argument: string): number {
-  const seq = key[0];
-  if (key.length !== 1 || typeof seq !== 'number' || !Number.isInteger(seq)) {
-    throw badInput(
-      `The cursor in "${argument}" is not valid for this list. Start again without "${argument}".`,
-      {
-        argument,
-      },
-    );
-  }
-  return seq;
 }
 
 export const resolvers: Resolvers = {

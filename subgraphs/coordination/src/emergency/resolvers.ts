@@ -5,7 +5,6 @@
  */
 import {
   AppError,
-  badInput,
   idempotentMutation,
   pageRequest,
   requireAuth,
@@ -18,6 +17,7 @@ import { z } from 'zod';
 import { auditOriginOf, requestOriginOf } from '../audit-origin.js';
 import type { Resolvers } from '../generated/resolvers.js';
 import { parseArg } from '../input.js';
+import { seqKey } from '../seq-cursor.js';
 import { emergencyEvents, emergencyStatus, engageStop, liftStop } from './store.js';
 
 export interface EmergencyResolverDeps {
@@ -103,16 +103,7 @@ export function createEmergencyResolvers(deps: EmergencyResolverDeps): Emergency
           maxPageSize: ctx.config.limits.maxPageSize,
           defaultPageSize: 20,
         });
-        let before: number | null = null;
-        if (req.from) {
-          const [id] = req.from;
-          if (req.from.length !== 1 || typeof id !== 'number' || !Number.isInteger(id)) {
-            throw badInput('The cursor in "after" is not valid for this list. Start again without it.', {
-              argument: 'after',
-            });
-          }
-          before = id;
-        }
+        const before = req.from ? seqKey(req.from) : null;
         const rows = await tenantRead(ctx, (tx) => emergencyEvents(tx, before, req.limit + 1));
         return toConnection(ctx.cursors, scope, req, rows, (e) => [Number(e.id)]);
       },

@@ -14,7 +14,6 @@ import {
   tenantRead,
   toConnection,
   type AuthContext,
-  type SortKey,
   type SubgraphContext,
 } from '@agentgraph/runtime';
 import { auditOriginOf, requestOriginOf } from '../audit-origin.js';
@@ -50,6 +49,7 @@ import {
   rememberReport,
   transition,
 } from './store.js';
+import { seqKey } from '../seq-cursor.js';
 
 export interface IntentResolverDeps {
   now: () => Date;
@@ -93,16 +93,6 @@ function requireDeviceToken(auth: AuthContext, what: string): string {
     );
   }
   return auth.deviceId;
-}
-
-function seqKey(key: SortKey, argument: string): number {
-  const n = key[0];
-  if (key.length !== 1 || typeof n !== 'number' || !Number.isInteger(n)) {
-    throw badInput(`The cursor in "${argument}" is not valid for this list. Start again without it.`, {
-      argument,
-    });
-  }
-  return n;
 }
 
 export function createIntentResolvers(deps: IntentResolverDeps): IntentResolvers {

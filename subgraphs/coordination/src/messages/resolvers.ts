@@ -21,7 +21,6 @@ import {
   timeKey,
   toConnection,
   type AuthContext,
-  type SortKey,
   type SubgraphContext,
 } from '@agentgraph/runtime';
 import type { Resolvers } from '../generated/resolvers.js';
@@ -54,6 +53,7 @@ import {
 import { takeRateToken } from '../limits/rate-limiter.js';
 import { inboxStream } from './stream.js';
 import type { AgentMessageState } from './states.js';
+import { seqKey } from '../seq-cursor.js';
 
 export interface AgentMessageResolverDeps {
   now: () => Date;
@@ -81,16 +81,6 @@ function visibleTo(auth: AuthContext, m: AgentMessageModel | null | undefined): 
   const me = addressOf(auth);
   if (!m || !me) return null;
   return sameAddress(m.to, me) || sameAddress(m.from, me) ? m : null;
-}
-
-function seqKey(key: SortKey): number {
-  const n = key[0];
-  if (key.length !== 1 || typeof n !== 'number' || !Number.isInteger(n)) {
-    throw badInput('The cursor in "after" is not valid for this list. Start again without it.', {
-      argument: 'after',
-    });
-  }
-  return n;
 }
 
 function inboxScope(list: string, auth: AuthContext, inbox: AgentAddressModel, filter: string): string {
