@@ -10,26 +10,11 @@
  */
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { REPO_ROOT } from './lib/proc.js';
+import { countFlags, sdkBenchCounts } from './lib/sdk-bench-counts.js';
 
-const { values } = parseArgs({
-  options: {
-    calls: { type: 'string', default: '2000' },
-    rounds: { type: 'string', default: '5' },
-    messages: { type: 'string', default: '2000' },
-    rooms: { type: 'string', default: '10' },
-  },
-});
-const counts = z
-  .object({
-    calls: z.coerce.number().int().positive(),
-    rounds: z.coerce.number().int().positive(),
-    messages: z.coerce.number().int().positive(),
-    rooms: z.coerce.number().int().positive(),
-  })
-  .parse(values);
+const counts = sdkBenchCounts({ calls: 2000, rounds: 5, messages: 2000, rooms: 10 });
 
 const PROJECT = join(REPO_ROOT, 'sdk-templates/csharp/bench/AgentGraph.Sdk.Bench');
 const DLL = join(PROJECT, 'bin/Release/net10.0/AgentGraph.Sdk.Bench.dll');
@@ -44,11 +29,11 @@ execFileSync(
     stdio: ['ignore', 2, 'inherit'],
   },
 );
-const stdout = execFileSync(
-  'dotnet',
-  [DLL, ...Object.entries(counts).flatMap(([name, n]) => [`--${name}`, String(n)])],
-  { env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] },
-);
+const stdout = execFileSync('dotnet', [DLL, ...countFlags(counts)], {
+  env,
+  encoding: 'utf8',
+  stdio: ['ignore', 'pipe', 'inherit'],
+});
 
 const PerCall = z.object({
   plainHttpClientUsPerCall: z.number(),

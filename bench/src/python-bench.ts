@@ -12,40 +12,21 @@
  */
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { REPO_ROOT } from './lib/proc.js';
+import { countFlags, sdkBenchCounts } from './lib/sdk-bench-counts.js';
 
 const PYTHON = '/usr/bin/python3';
 const SCRIPT = join(REPO_ROOT, 'sdk-templates/python/bench/sdk_overhead.py');
 
-const { values } = parseArgs({
-  options: {
-    calls: { type: 'string', default: '500' },
-    rounds: { type: 'string', default: '5' },
-    messages: { type: 'string', default: '1000' },
-    rooms: { type: 'string', default: '10' },
-  },
-});
-const counts = z
-  .object({
-    calls: z.coerce.number().int().positive(),
-    rounds: z.coerce.number().int().positive(),
-    messages: z.coerce.number().int().positive(),
-    rooms: z.coerce.number().int().positive(),
-  })
-  .parse(values);
+const counts = sdkBenchCounts({ calls: 500, rounds: 5, messages: 1000, rooms: 10 });
 
-const stdout = execFileSync(
-  PYTHON,
-  [SCRIPT, ...Object.entries(counts).flatMap(([name, n]) => [`--${name}`, String(n)])],
-  {
-    cwd: REPO_ROOT,
-    env: { ...process.env, PYTHONDONTWRITEBYTECODE: '1' },
-    encoding: 'utf8',
-    stdio: ['ignore', 'pipe', 'inherit'],
-  },
-);
+const stdout = execFileSync(PYTHON, [SCRIPT, ...countFlags(counts)], {
+  cwd: REPO_ROOT,
+  env: { ...process.env, PYTHONDONTWRITEBYTECODE: '1' },
+  encoding: 'utf8',
+  stdio: ['ignore', 'pipe', 'inherit'],
+});
 
 const PerCall = z.object({
   plainHttpxUsPerCall: z.number(),
