@@ -7,6 +7,10 @@
  *  - same key while the first request is still running → IDEMPOTENCY_KEY_IN_PROGRESS (retry with backoff).
  * "Still running" is detected with a transaction-scoped advisory lock on the key, taken without waiting.
  * A failed effect rolls back and leaves no key behind, so the client may retry with the same key.
+ *
+ * A tenant-wide erase (right to be forgotten) calls `eraseIdempotentResponses` in its transaction: the stored
+ * answers of the operations it names are replaced by a tombstone (migration 003), and a replay of such a key is
+ * NOT_FOUND with `extensions.idempotentResponseErased` rather than the old answer or a second run of the effect.
  */
 import { createHash } from 'node:crypto';
 import { canonicalJson } from './canonical-json.js';
@@ -68,13 +72,19 @@ export async function runIdempotent<T>(
         { retryAfterMs: 250 },
       );
     }
-    const prior = await tx.query<{ fingerprint: string; response: T; live: boolean }>(
-      `SELECT fingerprint, response, expires_at > now() AS live FROM runtime.idempotency_keys
+    const prior = await tx.query<{
+      fingerprint: string;
+      response: T;
+      live: boolean;
+      erased_at: Date | string | null;
+    }>(
+      `SELECT fingerprint, response, expires_at > now() AS live, erased_at FROM runtime.idempotency_keys
         WHERE tenant_id = $1 AND principal_id = $2 AND key = $3`,
       [auth.tenantId, auth.principalId, req.key],
     );
     const row = prior.rows[0];
     if (row?.live) {
+      if (row.erased_at !== null) throw erasedResponse(req.operation, new Date(row.erased_at));
       if (row.fingerprint !== fp) {
         throw new AppError(
           'IDEMPOTENCY_KEY_REUSED',
@@ -98,6 +108,47 @@ export async function runIdempotent<T>(
     );
     return { result, replayed: false };
   });
+}
+
+/**
+ * The answer to a replay of a key whose stored response a tenant-wide erase removed. The request is not run again:
+ * it could write the erased data back without anyone noticing (a retried outbox entry, say).
+ */
+function erasedResponse(operation: string, erasedAt: Date): AppError {
+  return new AppError(
+    'NOT_FOUND',
+    `The result of this request (${operation}) was removed by a tenant-wide erase on ${erasedAt.toISOString()}, and the request was not run again. If you still mean to make it, send it with a new idempotency key; otherwise drop it.`,
+    { idempotentResponseErased: true, erasedAt: erasedAt.toISOString() },
+  );
+}
+
+/** A schema coordinate as idempotentMutation stores it, e.g. "Mutation.putMemory". */
+const OPERATION = /^[A-Z][A-Za-z0-9_]*\.[A-Za-z_][A-Za-z0-9_]*$/;
+
+/**
+ * Right to be forgotten: tombstones the stored responses of `operations` for every principal of the transaction's
+ * tenant (call it inside that tenant's withTenant / idempotentMutation transaction, after the deletes, so that keys
+ * committed meanwhile are caught too). The rows stay until they expire, so replays are recognised and answered
+ * NOT_FOUND (`extensions.idempotentResponseErased`). Responses stored later in the same transaction (the erase's
+ * own) are not touched. Returns how many responses were erased now (tombstones already there are not counted).
+ */
+export async function eraseIdempotentResponses(
+  tx: Queryable,
+  operations: readonly string[],
+  erasedAt: Date = new Date(),
+): Promise<number> {
+  const bad = operations.find((op) => !OPERATION.test(op));
+  if (bad !== undefined) {
+    throw new Error(
+      `eraseIdempotentResponses: "${bad}" is not an operation as idempotentMutation stores it; name it "Mutation.field".`,
+    );
+  }
+  if (operations.length === 0) return 0;
+  const r = await tx.query<{ n: number }>(
+    'SELECT runtime.erase_idempotent_responses($1::text[], $2::timestamptz) AS n',
+    [[...operations], erasedAt.toISOString()],
+  );
+  return Number(r.rows[0]?.n ?? 0);
 }
 
 /** Deletes expired keys in batches; returns how many went. */

@@ -2,7 +2,12 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Database, Queryable } from '../src/db/types.js';
 import { AppError } from '../src/errors.js';
-import { fingerprint, purgeExpiredIdempotencyKeys, runIdempotent } from '../src/idempotency.js';
+import {
+  eraseIdempotentResponses,
+  fingerprint,
+  purgeExpiredIdempotencyKeys,
+  runIdempotent,
+} from '../src/idempotency.js';
 import { idempotentMutation } from '../src/mutation.js';
 import type { SubgraphContext } from '../src/subgraph-server.js';
 import { withTenant, type AuthContext } from '../src/tenancy.js';
@@ -214,6 +219,122 @@ describe.each(drivers)('idempotency keys on %s', (driver) => {
     );
     expect(left.rows.map((r) => r.key)).toEqual([liveKey]);
     expect((await run(auth, liveKey, { text: 'live' })).replayed).toBe(true);
+  });
+
+  describe('eraseIdempotentResponses (tenant-wide erase)', () => {
+    const ERASED_AT = new Date('2031-02-03T04:05:06.789Z');
+    const erase = (auth: AuthContext, operations: string[]) =>
+      withTenant(db, auth, (tx) => eraseIdempotentResponses(tx, operations, ERASED_AT));
+    const storedRow = async (auth: AuthContext, k: string) =>
+      (
+        await withTenant(db, auth, (tx) =>
+          tx.query<{ response: unknown; fingerprint: string }>(
+            'SELECT response, fingerprint FROM runtime.idempotency_keys WHERE key = $1',
+            [k],
+          ),
+        )
+      ).rows[0];
+
+    it('tombstones the named operations of every principal of the tenant; a replay is NOT_FOUND and runs nothing', async () => {
+      const tenantA = randomUUID();
+      const alice = authFor(tenantA, 'alice');
+      const bob = authFor(tenantA, 'bob');
+      const mallory = authFor(randomUUID(), 'alice');
+      const [ka, kb, kOther, km] = [key(), key(), key(), key()];
+      await run(alice, ka, { text: 'secret of alice' });
+      await run(bob, kb, { text: 'secret of bob' });
+      const other = await runIdempotent(
+        db,
+        alice,
+        { key: kOther, operation: 'Mutation.other', args: { text: 'kept' } },
+        DAY,
+        post('kept'),
+      );
+      const foreign = await run(mallory, km, { text: 'secret of mallory' });
+
+      expect(await erase(bob, ['Mutation.post'])).toBe(2); // alice's and bob's, whoever erases
+      expect(await erase(alice, ['Mutation.post'])).toBe(0); // tombstones are not counted again
+
+      for (const [auth, k, text] of [
+        [alice, ka, 'secret of alice'],
+        [bob, kb, 'secret of bob'],
+      ] as const) {
+        expect(await storedRow(auth, k)).toEqual({
+          response: { erased: true, erasedAt: ERASED_AT.toISOString() },
+          fingerprint: 'erased',
+        });
+        const e = await expectAppError(run(auth, k, { text }), 'NOT_FOUND');
+        expect(e.message).toMatch(/Mutation\.post.*removed by a tenant-wide erase.*new idempotency key/);
+        expect(e.message).not.toContain('secret');
+        expect(e.extensions).toMatchObject({
+          idempotentResponseErased: true,
+          erasedAt: ERASED_AT.toISOString(),
+        });
+        // The key is spent whatever the arguments: no second run, not even as "another request".
+        await expectAppError(run(auth, k, { text: 'something else' }), 'NOT_FOUND');
+      }
+      expect(await effects(alice)).toEqual(['secret of alice', 'secret of bob', 'kept']);
+
+      // Another operation of the tenant, and the other tenant, replay as before.
+      const otherAgain = await runIdempotent(
+        db,
+        alice,
+        { key: kOther, operation: 'Mutation.other', args: { text: 'kept' } },
+        DAY,
+        post('kept'),
+      );
+      expect(otherAgain).toEqual({ result: other.result, replayed: true });
+      expect(await run(mallory, km, { text: 'secret of mallory' })).toEqual({
+        result: foreign.result,
+        replayed: true,
+      });
+      expect(await storedRow(mallory, km)).toMatchObject({ response: foreign.result });
+
+      // A new key writes again.
+      expect((await run(alice, key(), { text: 'secret of alice' })).replayed).toBe(false);
+      expect(await effects(alice)).toEqual(['secret of alice', 'secret of bob', 'kept', 'secret of alice']);
+    });
+
+    it("leaves the erase's own response (stored after its effect, in the same transaction) replayable", async () => {
+      const alice = authFor(randomUUID(), 'alice');
+      const kPost = key();
+      await run(alice, kPost, { text: 'to forget' });
+      const kErase = key();
+      const eraseRun = () =>
+        runIdempotent(db, alice, { key: kErase, operation: 'Mutation.erase', args: {} }, DAY, (tx) =>
+          eraseIdempotentResponses(tx, ['Mutation.post', 'Mutation.erase'], ERASED_AT),
+        );
+      expect(await eraseRun()).toEqual({ result: 1, replayed: false });
+      expect(await eraseRun()).toEqual({ result: 1, replayed: true });
+      await expectAppError(run(alice, kPost, { text: 'to forget' }), 'NOT_FOUND');
+    });
+
+    it('an expired tombstone is an unused key, like any expired key', async () => {
+      const alice = authFor();
+      const k = key();
+      await runIdempotent(
+        db,
+        alice,
+        { key: k, operation: 'Mutation.post', args: { text: 'a' } },
+        -60,
+        post('a'),
+      );
+      expect(await erase(alice, ['Mutation.post'])).toBe(1);
+      expect((await run(alice, k, { text: 'a' })).replayed).toBe(false);
+      expect(await effects(alice)).toEqual(['a', 'a']);
+    });
+
+    it('refuses to run outside a tenant transaction, and names an operation that is not "Mutation.field"', async () => {
+      await expect(db.transaction((tx) => eraseIdempotentResponses(tx, ['Mutation.post']))).rejects.toThrow(
+        /needs the tenant of the transaction/,
+      );
+      await expect(erase(authFor(), ['putMemory'])).rejects.toThrow(/"putMemory" is not an operation/);
+      expect(await erase(authFor(), [])).toBe(0);
+      // The app role cannot do it by hand: it has no UPDATE on the table.
+      await expect(
+        withTenant(db, authFor(), (tx) => tx.query(`UPDATE runtime.idempotency_keys SET fingerprint = 'x'`)),
+      ).rejects.toThrow(/permission denied/);
+    });
   });
 
   it('idempotentMutation needs a token and marks replays in the response extensions', async () => {

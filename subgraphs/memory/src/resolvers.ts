@@ -53,6 +53,18 @@ function filterScope(filter: RecordFilter): string {
 const user = (id: string) => ({ __typename: 'User' as const, id });
 
 /**
+ * The mutations whose stored idempotent answers eraseTenantMemory tombstones (they can hold names and record
+ * content): every memory mutation but the erase itself, whose answer holds counts only. A test keeps the list
+ * equal to `Mutation` below.
+ */
+export const TENANT_ERASE_OPERATIONS: readonly string[] = [
+  'Mutation.createWorkspace',
+  'Mutation.deleteMemory',
+  'Mutation.deleteWorkspace',
+  'Mutation.putMemory',
+];
+
+/**
  * By-id reads, batched per request (one query for all of an `_entities` call's references). A malformed id
  * cannot exist, so it is null like an unknown one or another tenant's.
  */
@@ -170,7 +182,7 @@ export function createResolvers(opts: ResolverOptions): Resolvers {
       eraseTenantMemory: (_parent, args, ctx) => {
         requireAdmin(ctx.auth);
         return idempotentMutation(ctx, 'Mutation.eraseTenantMemory', args, (tx, auth) =>
-          store.eraseTenantMemory(tx, auth, now()),
+          store.eraseTenantMemory(tx, auth, now(), TENANT_ERASE_OPERATIONS),
         );
       },
       putMemory: (_parent, args, ctx) => {

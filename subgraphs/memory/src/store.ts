@@ -9,6 +9,7 @@ import {
   type AuthContext,
   type Queryable,
   cursorTime,
+  eraseIdempotentResponses,
   type KeysetAfter as After,
   type Keyed,
 } from '@agentgraph/runtime';
@@ -388,16 +389,22 @@ export async function deleteWorkspace(
 
 /**
  * Right to be forgotten: every workspace of the tenant (RLS: only the caller's) and so every record, chunk and job;
- * then an audit row saying who, when and how much (never what).
+ * then the stored idempotent answers of `operations` (memory's other mutations) of every principal of the tenant,
+ * which a replay would otherwise hand out again (a putMemory answer holds the record): they become tombstones, and
+ * a replay of their keys is NOT_FOUND instead of a second write. Last an audit row saying who, when and how much
+ * (never what). The erase's own answer is stored after this returns, so it stays replayable.
  */
 export async function eraseTenantMemory(
   tx: Queryable,
   auth: AuthContext,
   now: Date,
+  operations: readonly string[],
 ): Promise<{ workspacesDeleted: number; recordsDeleted: number; auditId: string; erasedAt: string }> {
   const records = await tx.query<{ n: string | number }>('SELECT count(*) AS n FROM memory.records');
   const workspaces = await tx.query('DELETE FROM memory.workspaces');
   const recordsDeleted = Number(records.rows[0]!.n);
+  // After the delete: a write that committed while it waited for its row locks has its key row there by now.
+  const idempotentResponsesErased = await eraseIdempotentResponses(tx, operations, now);
   const audit = await tx.query<{ id: string }>(
     `INSERT INTO memory.audit (tenant_id, at, actor, action, details)
      VALUES ($1, $2, $3, 'ERASE_TENANT_MEMORY', $4::jsonb) RETURNING id`,
@@ -405,7 +412,12 @@ export async function eraseTenantMemory(
       auth.tenantId,
       now.toISOString(),
       auth.principalId,
-      JSON.stringify({ workspacesDeleted: workspaces.rowCount, recordsDeleted, role: auth.role }),
+      JSON.stringify({
+        workspacesDeleted: workspaces.rowCount,
+        recordsDeleted,
+        idempotentResponsesErased,
+        role: auth.role,
+      }),
     ],
   );
   return {

@@ -8,6 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { codeOf, dataOf, newPrincipal, type Principal } from '../../../test/src/subgraph-harness.js';
 import { runIndexingJobs, sweepExpiredMemory, type IndexingJob } from '../src/index.js';
+import { createResolvers, TENANT_ERASE_OPERATIONS } from '../src/resolvers.js';
 import { key, startMemoryHarness, type MemoryHarness } from './harness.js';
 
 let h: MemoryHarness;
@@ -482,7 +483,8 @@ describe('deletion', () => {
       {
         actor: admin.userId,
         action: 'ERASE_TENANT_MEMORY',
-        details: { workspacesDeleted: 2, recordsDeleted: 4, role: 'ADMIN' },
+        // createWorkspace ×2 and putMemory ×4: their stored answers (the refused erase stored none).
+        details: { workspacesDeleted: 2, recordsDeleted: 4, idempotentResponsesErased: 6, role: 'ADMIN' },
       },
     ]);
     expect(dataOf(await h.gql(other, GET, { id: kept })).memoryRecord).not.toBeNull();
@@ -493,6 +495,100 @@ describe('deletion', () => {
         'app.principal_id': 'x',
       }),
     ).rejects.toThrow(/permission denied/);
+  });
+});
+
+describe('eraseTenantMemory and stored idempotent answers', () => {
+  const ERASE = `mutation ($k: ID!) { eraseTenantMemory(idempotencyKey: $k) { workspacesDeleted recordsDeleted auditId erasedAt } }`;
+  const DELETE_MEMORY = `mutation ($id: ID!, $k: ID!) { deleteMemory(id: $id, idempotencyKey: $k) { deletedId } }`;
+
+  it('lists every memory mutation but the erase itself', () => {
+    const mutations = Object.keys(createResolvers({ now: () => new Date() }).Mutation ?? {});
+    expect([...TENANT_ERASE_OPERATIONS].sort()).toEqual(
+      mutations
+        .filter((m) => m !== 'eraseTenantMemory')
+        .map((m) => `Mutation.${m}`)
+        .sort(),
+    );
+  });
+
+  it("forgets the answers of every principal of the tenant: a replay is NOT_FOUND and writes nothing; other tenants' replay", async () => {
+    const tenant = randomUUID();
+    const admin = newPrincipal('ADMIN', tenant);
+    const operator = newPrincipal('OPERATOR', tenant);
+    const other = newPrincipal();
+    const wsName = 'Workspace of patient Jane Roe';
+    const ws = dataOf(await h.gql(admin, CREATE_WORKSPACE, { input: { name: wsName }, key: key() }))
+      .createWorkspace.workspace.id as string;
+    const puts = [
+      { p: admin, id: randomUUID(), k: key(), content: 'Jane Roe takes 20 mg of something every morning' },
+      { p: operator, id: randomUUID(), k: key(), content: 'Jane Roe lives at 12 Quiet Street' },
+    ];
+    for (const x of puts) dataOf(await put(x.p, ws, { content: x.content }, x.id, x.k));
+    const deleted = await putOk(operator, ws, { content: 'short-lived' });
+    dataOf(await h.gql(operator, DELETE_MEMORY, { id: deleted['id'], k: key() }));
+    const otherWs = await workspace(other);
+    const otherPut = { id: randomUUID(), k: key(), content: 'Tenant B keeps this note' };
+    const otherFirst = await put(other, otherWs, { content: otherPut.content }, otherPut.id, otherPut.k);
+    dataOf(otherFirst);
+    await index(); // the tests below count the jobs they run: leave none queued
+    // Before: the answers hold the content, for whoever looks at the table.
+    expect(await storedText(tenant)).toContain('Jane Roe');
+
+    const eraseKey = key();
+    const erased = dataOf(await h.gql(admin, ERASE, { k: eraseKey })).eraseTenantMemory;
+    expect(erased).toMatchObject({ workspacesDeleted: 1, recordsDeleted: 2 });
+
+    // Nothing of what was written is left in the tenant's rows, idempotency keys included (read as the owner).
+    const left = await storedText(tenant);
+    expect(left).not.toContain('Jane Roe');
+    expect(left).not.toContain('short-lived');
+    const keys = await h.owner.query<{
+      operation: string;
+      response: Record<string, unknown>;
+      erased: boolean;
+    }>(
+      `SELECT operation, response, erased_at IS NOT NULL AS erased FROM runtime.idempotency_keys
+        WHERE tenant_id = $1 ORDER BY operation, created_at`,
+      [tenant],
+    );
+    const tombstone = { erased: true, erasedAt: erased.erasedAt };
+    expect(keys.rows).toEqual([
+      { operation: 'Mutation.createWorkspace', response: tombstone, erased: true },
+      { operation: 'Mutation.deleteMemory', response: tombstone, erased: true },
+      { operation: 'Mutation.eraseTenantMemory', response: erased, erased: false },
+      ...[1, 2, 3].map(() => ({ operation: 'Mutation.putMemory', response: tombstone, erased: true })),
+    ]);
+    const audit = await h.owner.query<{ details: Record<string, unknown> }>(
+      'SELECT details FROM memory.audit WHERE tenant_id = $1 AND id = $2',
+      [tenant, erased.auditId],
+    );
+    expect(audit.rows[0]?.details).toMatchObject({ idempotentResponsesErased: 5 });
+
+    // A replay (an outbox retrying, say) gets neither the old answer nor a second write; it is told why.
+    for (const x of puts) {
+      const replay = await put(x.p, ws, { content: x.content }, x.id, x.k);
+      expect(codeOf(replay)).toBe('NOT_FOUND');
+      expect(replay.body.data).toBeNull();
+      const error = replay.body.errors![0]!;
+      expect(error.message).toMatch(/removed by a tenant-wide erase.*new idempotency key/);
+      expect(JSON.stringify(replay.body)).not.toContain('Jane Roe');
+      expect(error.extensions).toMatchObject({ idempotentResponseErased: true, erasedAt: erased.erasedAt });
+      expect(dataOf(await h.gql(x.p, GET, { id: x.id })).memoryRecord).toBeNull();
+    }
+    expect(await ownerCount('SELECT 1 FROM memory.records WHERE tenant_id = $1', [tenant])).toBe(0);
+    expect(await ownerCount('SELECT 1 FROM memory.workspaces WHERE tenant_id = $1', [tenant])).toBe(0);
+
+    // The erase replays its own answer; the other tenant's keys replay as before.
+    const eraseReplay = await h.gql(admin, ERASE, { k: eraseKey });
+    expect(eraseReplay.body).toEqual({
+      data: { eraseTenantMemory: erased },
+      extensions: { idempotentReplay: true },
+    });
+    const otherReplay = await put(other, otherWs, { content: otherPut.content }, otherPut.id, otherPut.k);
+    expect(otherReplay.body.data).toEqual(otherFirst.body.data);
+    expect(otherReplay.body.extensions?.['idempotentReplay']).toBe(true);
+    expect(await storedText(other.tenantId)).toContain('Tenant B keeps this note');
   });
 });
 
