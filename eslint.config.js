@@ -35,6 +35,9 @@ export default tseslint.config(
       '**/.tmp/**',
       'coverage/**',
       'bench/results/**',
+      'web/dist/**',
+      'web/.dist-*/**',
+      'test-results/**',
       'sdks/**',
       '**/generated/**',
       'schemas/*.graphql',
@@ -46,11 +49,11 @@ export default tseslint.config(
     languageOptions: { ecmaVersion: 2023, sourceType: 'module', globals: nodeGlobals },
   },
   {
-    files: ['**/*.ts'],
+    files: ['**/*.ts', '**/*.tsx'],
     extends: [tseslint.configs.recommended],
     languageOptions: {
       parserOptions: {
-        projectService: { allowDefaultProject: ['*.config.ts'] },
+        projectService: { allowDefaultProject: ['*.config.ts', 'web/vite.config.ts'] },
         tsconfigRootDir: import.meta.dirname,
       },
     },

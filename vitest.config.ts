@@ -34,6 +34,8 @@ const DB_AGNOSTIC = [
   'test/fault-proxy/**',
   'test/e2e/csharp-exactly-once.test.ts',
   'test/e2e/python-exactly-once.test.ts',
+  // The console's browser tests run `npm start` on its embedded PGlite whatever the scope.
+  'test/e2e/console/**',
 ];
 
 export default defineConfig({

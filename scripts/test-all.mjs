@@ -28,6 +28,12 @@ rmSync(OUT, { recursive: true, force: true });
 mkdirSync(OUT, { recursive: true });
 const parts = [];
 const say = (m) => console.log(`\ntest-all: ${m}`);
+
+// The console's browser tests serve the built app (npm start builds it too, but once here, not per test file).
+say('building the web console');
+if (run(process.execPath, [join(ROOT, 'scripts/build-web.mjs')]).status !== 0) {
+  parts.push({ part: 'web console build', seconds: 0, passed: 0, failed: 1 });
+}
 const has = (cmd) => spawnSync('bash', ['-c', `command -v ${cmd}`], { stdio: 'ignore' }).status === 0;
 
 function run(cmd, argv, opts = {}) {

@@ -10,6 +10,7 @@
  *   npm run bench -- --coordination     idle device streams (memory per stream), intent create-to-received latency
  *   npm run bench -- --memory           memory writes and search (text, vector, hybrid) at 100,000 records
  *   npm run bench -- --catalog          analysis of a 5 MB package, TUF signing of a 1,000-target channel
+ *   npm run bench -- --console          the web console's initial load: transfer size and time to interactive
  *   npm run bench -- --csharp           C# SDK: overhead per call over plain HttpClient, outbox throughput
  *   npm run bench -- --python           Python SDK: overhead per call over plain httpx, outbox throughput
  *
@@ -51,6 +52,7 @@ const { values: args } = parseArgs({
     catalog: { type: 'boolean', default: false },
     csharp: { type: 'boolean', default: false },
     python: { type: 'boolean', default: false },
+    console: { type: 'boolean', default: false },
     'token-concurrency': { type: 'string', default: '16' },
     'token-pool': { type: 'string', default: '12000' },
     rate: { type: 'string', default: '400' },
@@ -71,21 +73,23 @@ const MODE = args.coordination
     ? 'memory'
     : args.catalog
       ? 'catalog'
-      : args.csharp
-        ? 'csharp'
-        : args.python
-          ? 'python'
-          : args.auth
-            ? 'auth'
-            : args.sdk
-              ? 'sdk'
-              : args['schema-check']
-                ? 'schema-check'
-                : args['subgraph-servers']
-                  ? 'subgraph-servers'
-                  : args.profile
-                    ? 'profile'
-                    : 'gateway';
+      : args.console
+        ? 'console'
+        : args.csharp
+          ? 'csharp'
+          : args.python
+            ? 'python'
+            : args.auth
+              ? 'auth'
+              : args.sdk
+                ? 'sdk'
+                : args['schema-check']
+                  ? 'schema-check'
+                  : args['subgraph-servers']
+                    ? 'subgraph-servers'
+                    : args.profile
+                      ? 'profile'
+                      : 'gateway';
 const CONNECTIONS = Number(args.connections);
 const WARMUP = Number(args.warmup);
 const DURATION = Number(args.duration);
@@ -674,6 +678,10 @@ async function main() {
   }
   if (MODE === 'catalog') {
     runScripts({ catalog: [join(BENCH_SRC, 'catalog-bench.ts')] });
+    return;
+  }
+  if (MODE === 'console') {
+    runScripts({ console: [join(BENCH_SRC, 'console-bench.ts'), '--runs', '10'] });
     return;
   }
   if (MODE === 'csharp') {

@@ -62,6 +62,7 @@ import {
   type PersistedDocuments,
   type ResolvedDocument,
 } from './persisted.js';
+import type { ConsoleRoutes } from './console/index.js';
 import { createStreamHandler, type Timers } from './stream.js';
 import { subgraphSchemaOf, subscriptionOwners } from './supergraph.js';
 
@@ -91,6 +92,8 @@ export interface GatewayOptions {
   subgraphSchemas?: Map<string, GraphQLSchema>;
   /** Persisted operations (APQ, trusted documents); default: from config.persistedQueries (reads the manifest). */
   persisted?: PersistedDocuments;
+  /** The web console's routes (console/index.ts), asked for every path the API does not own. */
+  console?: ConsoleRoutes;
 }
 
 export interface Gateway {
@@ -547,7 +550,8 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
       if (path === '/graphql') await graphql(req, res, correlationId, info, search);
       else if (path === '/graphql/stream') await stream(req, res, correlationId);
       else if (path === '/readyz') await readyz(res);
-      else sendJson(res, 404, { error: 'not_found', message: `No route ${path}` });
+      else if (!(opts.console && (await opts.console(req, res, path, search))))
+        sendJson(res, 404, { error: 'not_found', message: `No route ${path}` });
     } catch (err) {
       sendThrown(res, err, correlationId, log, path);
     } finally {

@@ -3,6 +3,8 @@
  * (or PostgreSQL when DATABASE_URL is set). Prints the URLs and, in development, how to get a token. Ctrl-C or
  * SIGTERM drains and stops cleanly; the data survives a restart.
  */
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { ConfigError, createLogger, loadConfig, type Config, stopOnSignals } from '@agentgraph/runtime';
 import { startPlatform, type Platform } from './platform.js';
 
@@ -24,6 +26,7 @@ function banner(p: Platform): string {
     '',
     `agentgraph is up (${config.mode}, database: ${config.database.driver === 'pglite' ? `PGlite in ${config.database.dataDir ?? 'memory'}` : 'PostgreSQL'})`,
     '',
+    `  Web console     ${gatewayUrl}/`,
     `  GraphQL         ${gatewayUrl}/graphql`,
     `  Subscriptions   ${gatewayUrl}/graphql/stream   (graphql-sse)`,
     `  Health          ${gatewayUrl}/healthz   ${gatewayUrl}/readyz`,
@@ -63,9 +66,16 @@ function banner(p: Platform): string {
 
 const config = loadOrExit();
 const log = createLogger({ service: 'agentgraph' }, { level: config.logLevel });
+// The web console, built by `npm run build:web` (npm start runs it first when the sources changed).
+const consoleDist = fileURLToPath(new URL('../../web/dist', import.meta.url));
+const consoleBuilt = existsSync(`${consoleDist}/index.html`);
+if (!consoleBuilt) log.warn('the web console is not built; run `npm run build:web` to serve it under /');
 let platform: Platform;
 try {
-  platform = await startPlatform(config, { log });
+  platform = await startPlatform(config, {
+    log,
+    ...(consoleBuilt ? { console: { distDir: consoleDist } } : {}),
+  });
 } catch (err) {
   log.error('could not start', { error: err });
   process.stderr.write(`Could not start: ${(err as Error).message}\n`);

@@ -24,6 +24,7 @@ import {
   type SubgraphName,
   type TokenVerifier,
 } from '@agentgraph/runtime';
+import { consoleRedirectUri, createConsole } from './console/index.js';
 import { createGateway, type Gateway, type GatewayOptions } from './gateway.js';
 import { readSupergraphSdl } from './supergraph.js';
 
@@ -55,6 +56,8 @@ export interface PlatformOptions {
   log: Logger;
   /** Passed to createGateway (heartbeat interval, injected timers, pool size). */
   gateway?: Pick<GatewayOptions, 'heartbeatMs' | 'timers' | 'subgraphConnections' | 'readinessTimeoutMs'>;
+  /** Serve the web console (the built app in this folder, web/dist) and its sign-in routes under `/`. */
+  console?: { distDir: string };
 }
 
 function defaultSubgraphUrl(config: Config, name: SubgraphName): string {
@@ -163,6 +166,17 @@ export async function startPlatform(input: Config, opts: PlatformOptions): Promi
         revocations,
       }),
       ...opts.gateway,
+      ...(opts.console
+        ? {
+            console: createConsole({
+              distDir: opts.console.distDir,
+              issuer: config.tokenIssuer,
+              redirectUri: consoleRedirectUri(config),
+              log: log.child({ service: 'console' }),
+              catalogUrl: new URL(config.subgraphUrls.catalog).origin,
+            }),
+          }
+        : {}),
     });
     const gatewayUrl = await gateway.listen(config.gatewayPort, config.host);
     config.gatewayPort = Number(new URL(gatewayUrl).port);

@@ -111,6 +111,17 @@ export interface ExecuteResult<TData> {
   idempotencyKey?: string;
 }
 
+/** What requests outside `execute` (e.g. `uploadPackage`) are sent with: the client's own endpoint and plumbing. */
+export interface ClientConnection {
+  baseUrl: string;
+  fetch: FetchLike;
+  tokenProvider?: TokenProvider;
+  /** Extra headers on every request (not logged). */
+  headers: Readonly<Record<string, string>>;
+  clock: Clock;
+  logger: Logger;
+}
+
 export class AgentGraphClient {
   readonly errors: ErrorRegistry;
   private settingsValue: EffectiveSettings;
@@ -140,6 +151,18 @@ export class AgentGraphClient {
     this.newKey = options.newKey ?? randomKey;
     this.logger = options.logger ?? silentLogger;
     this.policy = options.privacyPolicy ?? DEFAULT_PRIVACY_POLICY;
+  }
+
+  /** The endpoint, fetch, token provider, headers, clock and logger this client sends with. */
+  get connection(): ClientConnection {
+    return {
+      baseUrl: this.options.baseUrl,
+      fetch: this.fetchFn,
+      ...(this.options.tokenProvider ? { tokenProvider: this.options.tokenProvider } : {}),
+      headers: { ...this.options.headers },
+      clock: this.clock,
+      logger: this.logger,
+    };
   }
 
   /** The settings in effect (defaults ← options ← capabilities). */

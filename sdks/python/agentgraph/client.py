@@ -452,12 +452,27 @@ class AgentGraph:
         raw = await self.client.execute(operations.MemoryRecord, variables, signal=signal)
         return Result(decode(MemoryRecordData, raw.data), raw)
 
-    async def plugin(self, *, id: str, signal: Optional[AbortSignal] = None) -> Result[PluginData]:
-        """query Plugin."""
+    async def plugin(self, *, id: str, first: Optional[int] = None, after: Optional[str] = None, signal: Optional[AbortSignal] = None) -> Result[PluginData]:
+        """One plugin with its releases, newest declared first, a page at a time (paginatePlugin walks every release).
+
+        query Plugin.
+        """
         variables: Dict[str, Any] = {}
         variables["id"] = encode(id)
+        if first is not None:
+            variables["first"] = encode(first)
+        if after is not None:
+            variables["after"] = encode(after)
         raw = await self.client.execute(operations.Plugin, variables, signal=signal)
         return Result(decode(PluginData, raw.data), raw)
+
+    def paginate_plugin(self, *, id: str, first: Optional[int] = None, signal: Optional[AbortSignal] = None) -> AsyncIterator[Any]:
+        """Every Release of Plugin at plugin.releases, page after page (nodes as JSON)."""
+        variables: Dict[str, Any] = {}
+        variables["id"] = encode(id)
+        if first is not None:
+            variables["first"] = encode(first)
+        return self.client.paginate(operations.Plugin, variables, lambda data: (data.get("plugin") or {}).get("releases") or {}, signal=signal)
 
     async def plugins(self, *, first: Optional[int] = None, after: Optional[str] = None, signal: Optional[AbortSignal] = None) -> Result[PluginsData]:
         """Plugins of the caller's tenant, by name.

@@ -353,16 +353,16 @@ OnAgentMessage = OperationSpec(
 # From schemas/operations/coordination.graphql.
 OnRoomMessage = OperationSpec(
     "OnRoomMessage",
-    "subscription OnRoomMessage($roomId: ID!, $afterSeq: Int) { roomMessages(roomId: $roomId, afterSeq: $afterSeq) { id seq body createdAt author { id displayName } } }",
+    "subscription OnRoomMessage($roomId: ID!, $afterSeq: Int) { roomMessages(roomId: $roomId, afterSeq: $afterSeq) { id seq body createdAt author { id } } }",
     "subscription",
     False,
     {},
 )
 
-# Default operation for Query.plugin (no curated operation selects it).
+# From schemas/operations/catalog.graphql.
 Plugin = OperationSpec(
     "Plugin",
-    "query Plugin($id: ID!) { plugin(id: $id) { id name displayName description publisher { id email displayName createdAt } createdAt } }",
+    "query Plugin($id: ID!, $first: Int, $after: String) { plugin(id: $id) { id name displayName description publisher { id email displayName createdAt } createdAt releases(first: $first, after: $after) { edges { cursor node { id version state stateReason channel createdAt createdBy { id displayName } package { sizeBytes uploadedAt } } } pageInfo { hasNextPage endCursor } } } }",
     "query",
     False,
     {},

@@ -1492,7 +1492,6 @@ class OnRoomMessageDataRoomMessages:
 class OnRoomMessageDataRoomMessagesAuthor:
     """A User as OnRoomMessageDataRoomMessagesAuthor selects it."""
     id: str
-    displayName: str
 
 
 @dataclass
@@ -1510,6 +1509,55 @@ class PluginDataPlugin:
     description: str
     publisher: "PluginDataPluginPublisher"
     createdAt: DateTime
+    releases: "PluginDataPluginReleases"
+
+
+@dataclass
+class PluginDataPluginReleases:
+    """A ReleaseConnection as PluginDataPluginReleases selects it."""
+    edges: List["PluginDataPluginReleasesEdges"]
+    pageInfo: "PluginDataPluginReleasesPageInfo"
+
+
+@dataclass
+class PluginDataPluginReleasesPageInfo:
+    """A PageInfo as PluginDataPluginReleasesPageInfo selects it."""
+    hasNextPage: bool
+    endCursor: Optional[str] = field(default=None)
+
+
+@dataclass
+class PluginDataPluginReleasesEdges:
+    """A ReleaseEdge as PluginDataPluginReleasesEdges selects it."""
+    cursor: str
+    node: "PluginDataPluginReleasesEdgesNode"
+
+
+@dataclass
+class PluginDataPluginReleasesEdgesNode:
+    """A Release as PluginDataPluginReleasesEdgesNode selects it."""
+    id: str
+    version: str
+    state: "ReleaseState"
+    createdAt: DateTime
+    createdBy: "PluginDataPluginReleasesEdgesNodeCreatedBy"
+    stateReason: Optional[str] = field(default=None)
+    channel: Optional["Channel"] = field(default=None)
+    package: Optional["PluginDataPluginReleasesEdgesNodePackage"] = field(default=None)
+
+
+@dataclass
+class PluginDataPluginReleasesEdgesNodePackage:
+    """A ReleasePackage as PluginDataPluginReleasesEdgesNodePackage selects it."""
+    sizeBytes: int
+    uploadedAt: DateTime
+
+
+@dataclass
+class PluginDataPluginReleasesEdgesNodeCreatedBy:
+    """A User as PluginDataPluginReleasesEdgesNodeCreatedBy selects it."""
+    id: str
+    displayName: str
 
 
 @dataclass

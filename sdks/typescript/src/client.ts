@@ -556,9 +556,27 @@ export class AgentGraph {
     return this.client.execute<T.MemoryRecordData>(operations.MemoryRecord, variables, options);
   }
 
-  /** `query Plugin`, the default operation for Query.plugin. */
+  /**
+   * One plugin with its releases, newest declared first, a page at a time (paginatePlugin walks every
+   * release).
+   *
+   * `query Plugin` from schemas/operations/catalog.graphql.
+   */
   plugin(variables: T.PluginVariables, options?: CallOptions): Promise<ExecuteResult<T.PluginData>> {
     return this.client.execute<T.PluginData>(operations.Plugin, variables, options);
+  }
+
+  /**
+   * Every node of `plugin.releases` (Plugin), page after page: `after` is set from each page's
+   * endCursor, `first` is the page size. The next page is fetched only when the loop has taken every
+   * node of the current one; aborting `options.signal` stops the loop with AbortError. A null `plugin`
+   * ends it with NotFoundError.
+   */
+  paginatePlugin(
+    variables: Omit<T.PluginVariables, 'after'>,
+    options: PageOptions = {},
+  ): AsyncIterable<T.PluginNode> {
+    return this.pages<T.PluginNode>(operations.Plugin, variables, 'after', ['plugin', 'releases'], options);
   }
 
   /**

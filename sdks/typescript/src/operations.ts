@@ -468,13 +468,18 @@ export const operations = {
       'query MemoryRecord($id: ID!) { memoryRecord(id: $id) { id version kind content tags metadata embedding expiresAt createdAt updatedAt author { id displayName } workspace { id name } } }',
     privacy: {},
   },
-  /** Default operation for Query.plugin (no curated operation selects it). */
+  /**
+   * One plugin with its releases, newest declared first, a page at a time (paginatePlugin walks every
+   * release).
+   *
+   * From schemas/operations/catalog.graphql.
+   */
   Plugin: {
     name: 'Plugin',
     kind: 'query',
     idempotent: false,
     document:
-      'query Plugin($id: ID!) { plugin(id: $id) { id name displayName description publisher { id email displayName createdAt } createdAt } }',
+      'query Plugin($id: ID!, $first: Int, $after: String) { plugin(id: $id) { id name displayName description publisher { id email displayName createdAt } createdAt releases(first: $first, after: $after) { edges { cursor node { id version state stateReason channel createdAt createdBy { id displayName } package { sizeBytes uploadedAt } } } pageInfo { hasNextPage endCursor } } } }',
     privacy: {},
   },
   /**
@@ -971,7 +976,7 @@ export const subscriptions = {
     name: 'OnRoomMessage',
     kind: 'subscription',
     document:
-      'subscription OnRoomMessage($roomId: ID!, $afterSeq: Int) { roomMessages(roomId: $roomId, afterSeq: $afterSeq) { id seq body createdAt author { id displayName } } }',
+      'subscription OnRoomMessage($roomId: ID!, $afterSeq: Int) { roomMessages(roomId: $roomId, afterSeq: $afterSeq) { id seq body createdAt author { id } } }',
     privacy: {},
   },
 } as const satisfies Readonly<Record<string, SubscriptionSpec>>;

@@ -1516,7 +1516,6 @@ export type OnRoomMessageData = {
     createdAt: DateTime;
     author: {
       id: string;
-      displayName: string;
     };
   };
 };
@@ -1524,6 +1523,8 @@ export type OnRoomMessageData = {
 /** Variables of the query Plugin. */
 export type PluginVariables = {
   id: string;
+  first?: number | null;
+  after?: string | null;
 };
 
 /** Result of the query Plugin. */
@@ -1541,8 +1542,46 @@ export type PluginData = {
       createdAt: DateTime;
     };
     createdAt: DateTime;
+    /** Releases, newest first. */
+    releases: {
+      edges: Array<{
+        cursor: string;
+        node: {
+          id: string;
+          /** Semantic version, e.g. 1.4.0. */
+          version: string;
+          state: ReleaseState;
+          /**
+           * Why the release is ANALYSIS_FAILED, REJECTED or REVOKED (the latest reason; decisions holds them
+           * all).
+           */
+          stateReason: string | null;
+          /** The TUF channel an approved release is published in. */
+          channel: Channel | null;
+          createdAt: DateTime;
+          createdBy: {
+            id: string;
+            displayName: string;
+          };
+          /** The package, once uploaded. */
+          package: {
+            sizeBytes: number;
+            uploadedAt: DateTime;
+          } | null;
+        };
+      }>;
+      pageInfo: {
+        hasNextPage: boolean;
+        endCursor: string | null;
+      };
+    };
   } | null;
 };
+
+/** A node of Plugin's connection plugin.releases. */
+export type PluginNode = NonNullable<
+  NonNullable<NonNullable<PluginData['plugin']>['releases']['edges']>[number]
+>['node'];
 
 /** Variables of the query Plugins. */
 export type PluginsVariables = {

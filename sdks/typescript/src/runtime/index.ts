@@ -3,6 +3,7 @@ export {
   AgentGraphClient,
   type AgentGraphClientOptions,
   type CallOptions,
+  type ClientConnection,
   type ExecuteResult,
   type OperationSpec,
   type TokenProvider,
@@ -75,6 +76,13 @@ export {
   type RetrySettings,
 } from './settings.js';
 export { ACCEPT, type FetchLike, GRAPHQL_RESPONSE_JSON } from './transport.js';
+export {
+  DEFAULT_UPLOAD_TIMEOUT_MS,
+  packageUploadUrl,
+  uploadPackage,
+  type UploadPackageOptions,
+  type UploadPackageResult,
+} from './upload.js';
 // Offline delivery and intents (browser-safe parts; the SQLite stores are in index.node.ts).
 export * from './outbox/index.js';
 export * from './inbox/index.js';

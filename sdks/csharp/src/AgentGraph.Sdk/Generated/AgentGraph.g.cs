@@ -500,14 +500,28 @@ public sealed class AgentGraph : IDisposable
     }
 
     /// <summary>
+    /// One plugin with its releases, newest declared first, a page at a time (paginatePlugin walks every release).
     /// query Plugin.
     /// </summary>
-    public async Task<Result<PluginData>> PluginAsync(string id, CallOptions? options = null, CancellationToken cancellationToken = default)
+    public async Task<Result<PluginData>> PluginAsync(string id, int? first = null, string? after = null, CallOptions? options = null, CancellationToken cancellationToken = default)
     {
         var variables = new JsonObject();
         variables["id"] = JsonSerializer.SerializeToNode(id, AgentGraphJson.Options);
+        if (first is not null) variables["first"] = JsonSerializer.SerializeToNode(first, AgentGraphJson.Options);
+        if (after is not null) variables["after"] = JsonSerializer.SerializeToNode(after, AgentGraphJson.Options);
         var result = await Client.ExecuteAsync(AgentGraphOperations.Plugin, variables, options, cancellationToken).ConfigureAwait(false);
         return new Result<PluginData>(result.Data.Deserialize<PluginData>(AgentGraphJson.Options)!, result);
+    }
+
+    /// <summary>
+    /// Every Release of Plugin at plugin.releases, page after page.
+    /// </summary>
+    public IAsyncEnumerable<JsonNode?> PaginatePluginAsync(string id, int? first = null, CallOptions? options = null, CancellationToken cancellationToken = default)
+    {
+        var variables = new JsonObject();
+        variables["id"] = JsonSerializer.SerializeToNode(id, AgentGraphJson.Options);
+        if (first is not null) variables["first"] = JsonSerializer.SerializeToNode(first, AgentGraphJson.Options);
+        return Client.PaginateAsync(AgentGraphOperations.Plugin, variables, data => data?["plugin"]?["releases"], options, cancellationToken);
     }
 
     /// <summary>

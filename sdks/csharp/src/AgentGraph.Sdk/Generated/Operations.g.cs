@@ -457,17 +457,18 @@ public static class AgentGraphOperations
     /// </summary>
     public static OperationSpec OnRoomMessage { get; } = new(
         "OnRoomMessage",
-        "subscription OnRoomMessage($roomId: ID!, $afterSeq: Int) { roomMessages(roomId: $roomId, afterSeq: $afterSeq) { id seq body createdAt author { id displayName } } }",
+        "subscription OnRoomMessage($roomId: ID!, $afterSeq: Int) { roomMessages(roomId: $roomId, afterSeq: $afterSeq) { id seq body createdAt author { id } } }",
         OperationKind.Subscription,
         false,
         new Dictionary<string, PrivacyRule>());
 
     /// <summary>
-    /// Default operation for Query.plugin (no curated operation selects it).
+    /// One plugin with its releases, newest declared first, a page at a time (paginatePlugin walks every release).
+    /// From schemas/operations/catalog.graphql.
     /// </summary>
     public static OperationSpec Plugin { get; } = new(
         "Plugin",
-        "query Plugin($id: ID!) { plugin(id: $id) { id name displayName description publisher { id email displayName createdAt } createdAt } }",
+        "query Plugin($id: ID!, $first: Int, $after: String) { plugin(id: $id) { id name displayName description publisher { id email displayName createdAt } createdAt releases(first: $first, after: $after) { edges { cursor node { id version state stateReason channel createdAt createdBy { id displayName } package { sizeBytes uploadedAt } } } pageInfo { hasNextPage endCursor } } } }",
         OperationKind.Query,
         false,
         new Dictionary<string, PrivacyRule>());

@@ -4570,12 +4570,6 @@ public sealed record OnRoomMessageDataRoomMessagesAuthor
     /// </summary>
     [JsonPropertyName("id")]
     public required string Id { get; init; }
-
-    /// <summary>
-    /// displayName
-    /// </summary>
-    [JsonPropertyName("displayName")]
-    public required string DisplayName { get; init; }
 }
 
 /// <summary>
@@ -4630,6 +4624,156 @@ public sealed record PluginDataPlugin
     /// </summary>
     [JsonPropertyName("createdAt")]
     public required string CreatedAt { get; init; }
+
+    /// <summary>
+    /// Releases, newest first.
+    /// </summary>
+    [JsonPropertyName("releases")]
+    public required PluginDataPluginReleases Releases { get; init; }
+}
+
+/// <summary>
+/// A ReleaseConnection as PluginDataPluginReleases selects it.
+/// </summary>
+public sealed record PluginDataPluginReleases
+{
+    /// <summary>
+    /// edges
+    /// </summary>
+    [JsonPropertyName("edges")]
+    public required IReadOnlyList<PluginDataPluginReleasesEdges> Edges { get; init; }
+
+    /// <summary>
+    /// pageInfo
+    /// </summary>
+    [JsonPropertyName("pageInfo")]
+    public required PluginDataPluginReleasesPageInfo PageInfo { get; init; }
+}
+
+/// <summary>
+/// A PageInfo as PluginDataPluginReleasesPageInfo selects it.
+/// </summary>
+public sealed record PluginDataPluginReleasesPageInfo
+{
+    /// <summary>
+    /// hasNextPage
+    /// </summary>
+    [JsonPropertyName("hasNextPage")]
+    public required bool HasNextPage { get; init; }
+
+    /// <summary>
+    /// endCursor
+    /// </summary>
+    [JsonPropertyName("endCursor")]
+    public string? EndCursor { get; init; }
+}
+
+/// <summary>
+/// A ReleaseEdge as PluginDataPluginReleasesEdges selects it.
+/// </summary>
+public sealed record PluginDataPluginReleasesEdges
+{
+    /// <summary>
+    /// cursor
+    /// </summary>
+    [JsonPropertyName("cursor")]
+    public required string Cursor { get; init; }
+
+    /// <summary>
+    /// node
+    /// </summary>
+    [JsonPropertyName("node")]
+    public required PluginDataPluginReleasesEdgesNode Node { get; init; }
+}
+
+/// <summary>
+/// A Release as PluginDataPluginReleasesEdgesNode selects it.
+/// </summary>
+public sealed record PluginDataPluginReleasesEdgesNode
+{
+    /// <summary>
+    /// id
+    /// </summary>
+    [JsonPropertyName("id")]
+    public required string Id { get; init; }
+
+    /// <summary>
+    /// Semantic version, e.g. 1.4.0.
+    /// </summary>
+    [JsonPropertyName("version")]
+    public required string Version { get; init; }
+
+    /// <summary>
+    /// state
+    /// </summary>
+    [JsonPropertyName("state")]
+    public required string State { get; init; }
+
+    /// <summary>
+    /// Why the release is ANALYSIS_FAILED, REJECTED or REVOKED (the latest reason; decisions holds them all).
+    /// </summary>
+    [JsonPropertyName("stateReason")]
+    public string? StateReason { get; init; }
+
+    /// <summary>
+    /// The TUF channel an approved release is published in.
+    /// </summary>
+    [JsonPropertyName("channel")]
+    public string? Channel { get; init; }
+
+    /// <summary>
+    /// createdAt
+    /// </summary>
+    [JsonPropertyName("createdAt")]
+    public required string CreatedAt { get; init; }
+
+    /// <summary>
+    /// createdBy
+    /// </summary>
+    [JsonPropertyName("createdBy")]
+    public required PluginDataPluginReleasesEdgesNodeCreatedBy CreatedBy { get; init; }
+
+    /// <summary>
+    /// The package, once uploaded.
+    /// </summary>
+    [JsonPropertyName("package")]
+    public PluginDataPluginReleasesEdgesNodePackage? Package { get; init; }
+}
+
+/// <summary>
+/// A ReleasePackage as PluginDataPluginReleasesEdgesNodePackage selects it.
+/// </summary>
+public sealed record PluginDataPluginReleasesEdgesNodePackage
+{
+    /// <summary>
+    /// sizeBytes
+    /// </summary>
+    [JsonPropertyName("sizeBytes")]
+    public required int SizeBytes { get; init; }
+
+    /// <summary>
+    /// uploadedAt
+    /// </summary>
+    [JsonPropertyName("uploadedAt")]
+    public required string UploadedAt { get; init; }
+}
+
+/// <summary>
+/// A User as PluginDataPluginReleasesEdgesNodeCreatedBy selects it.
+/// </summary>
+public sealed record PluginDataPluginReleasesEdgesNodeCreatedBy
+{
+    /// <summary>
+    /// id
+    /// </summary>
+    [JsonPropertyName("id")]
+    public required string Id { get; init; }
+
+    /// <summary>
+    /// displayName
+    /// </summary>
+    [JsonPropertyName("displayName")]
+    public required string DisplayName { get; init; }
 }
 
 /// <summary>
