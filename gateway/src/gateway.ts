@@ -94,6 +94,8 @@ export interface GatewayOptions {
   persisted?: PersistedDocuments;
   /** The web console's routes (console/index.ts), asked for every path the API does not own. */
   console?: ConsoleRoutes;
+  /** Streams to a subgraph share one connection (default true) or get one each (see stream.ts). */
+  streamMultiplex?: boolean;
 }
 
 export interface Gateway {
@@ -324,6 +326,7 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
     heartbeatMs: opts.heartbeatMs,
     timers: opts.timers,
     persisted,
+    multiplex: opts.streamMultiplex,
   });
 
   const documents = new Lru<string, PreparedQuery>(2000);

@@ -1,8 +1,9 @@
 /**
  * /graphql/stream on the gateway: graphql-sse in distinct-connections mode. @apollo/gateway executes no
- * subscriptions, so each one is checked here (document limits, the API schema, then the owning subgraph's own schema)
- * and forwarded to the subgraph that owns its root field with the graphql-sse client, relaying every event. Closing
- * either side closes the other; shutdown completes every open stream so clients reconnect elsewhere.
+ * subscriptions, so each one is checked here (the request as graphql-sse reads it, document limits, the API schema,
+ * then the owning subgraph's own schema) and forwarded to the subgraph that owns its root field; its event stream is
+ * relayed byte for byte except events carrying errors (stream-relay.ts). Closing either side closes the other;
+ * shutdown completes every open stream so clients reconnect elsewhere.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import {
@@ -16,7 +17,7 @@ import {
   type Logger,
 } from '@agentgraph/runtime';
 import {
-  GraphQLError,
+  type GraphQLError,
   Kind,
   NoSchemaIntrospectionCustomRule,
   getOperationAST,
@@ -30,20 +31,19 @@ import {
   type SelectionSetNode,
   type FragmentDefinitionNode,
 } from 'graphql';
-import { createHandler, type OperationResult, type RequestParams } from 'graphql-sse';
-import { createClient, NetworkError } from 'graphql-sse';
-import { Agent, fetch as undiciFetch } from 'undici';
 import { resolveStreamRequest, type PersistedDocuments } from './persisted.js';
+import { MuxClientStream } from './stream-client.js';
+import { StreamMux } from './stream-mux.js';
+import {
+  HeartbeatGroup,
+  openUpstream,
+  realTimers,
+  SseRelay,
+  type StreamEvents,
+  type Timers,
+} from './stream-relay.js';
 
-export interface Timers {
-  setInterval(fn: () => void, ms: number): unknown;
-  clearInterval(handle: unknown): void;
-}
-
-export const realTimers: Timers = {
-  setInterval: (fn, ms) => setInterval(fn, ms),
-  clearInterval: (h) => clearInterval(h as NodeJS.Timeout),
-};
+export { realTimers, type Timers } from './stream-relay.js';
 
 export interface StreamOptions {
   /** The gateway's API schema (what clients may ask for); a getter because the gateway loads it at start. */
@@ -61,10 +61,20 @@ export interface StreamOptions {
   timers?: Timers;
   /** Persisted operations: hash-only requests (APQ) and the trusted-documents mode apply to streams too. */
   persisted?: PersistedDocuments;
+  /**
+   * Carry every stream to a subgraph over one connection (graphql-sse single-connection mode; default true), or open a
+   * connection per stream (distinct connections, as a plain graphql-sse client would).
+   */
+  multiplex?: boolean;
+}
+
+interface Subscription {
+  query: string;
+  variables?: Record<string, unknown>;
+  operationName?: string;
 }
 
 interface StreamRequestContext {
-  res: ServerResponse;
   auth: AuthContext;
   authorization: string;
   correlationId: string;
@@ -154,23 +164,119 @@ function safeEvent(event: ExecutionResult, correlationId: string): ExecutionResu
   return { ...event, errors } as unknown as ExecutionResult;
 }
 
-interface OpenStream {
-  finish(): void;
+/**
+ * runtime's readBody with listeners instead of an async iterator, whose end-of-stream watchers stay on the request
+ * (which the open stream keeps) for the stream's whole life. Same limit and error.
+ */
+function readSmallBody(req: IncomingMessage, maxBytes: number): Promise<Buffer> {
+  const declared = Number(req.headers['content-length']);
+  if (Number.isFinite(declared) && declared > maxBytes) return readBody(req, maxBytes);
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size <= maxBytes) chunks.push(chunk);
+      if (size > maxBytes) {
+        done();
+        req.resume();
+        reject(
+          new AppError(
+            'PAYLOAD_TOO_LARGE',
+            `The request body is over the limit of ${maxBytes} bytes. Send less per request (see capabilities.limits).`,
+            { maxBodyBytes: maxBytes },
+          ),
+        );
+      }
+    };
+    const onEnd = () => {
+      done();
+      resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks));
+    };
+    const onError = (err: Error) => {
+      done();
+      reject(err);
+    };
+    const done = () => {
+      req.off('data', onData);
+      req.off('end', onEnd);
+      req.off('error', onError);
+    };
+    req.on('data', onData);
+    req.on('end', onEnd);
+    req.on('error', onError);
+  });
+}
+
+interface StreamParams {
+  query?: unknown;
+  variables?: unknown;
+  operationName?: unknown;
+  extensions?: unknown;
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/**
+ * The request's GraphQL parameters, read as graphql-sse 2.6's handler reads a distinct-connections request (same
+ * refusals: 415 without a JSON POST or a GET, 400 with its message otherwise), so clients see what they saw when that
+ * handler read them here.
+ */
+function readParams(
+  method: string | undefined,
+  url: string,
+  contentType: string | undefined,
+  body: string | Record<string, unknown> | null,
+): StreamParams | { status: number; message?: string } {
+  const params: StreamParams = {};
+  try {
+    if (method === 'GET') {
+      try {
+        const search = new URLSearchParams(url.split('?')[1]);
+        params.operationName = search.get('operationName') ?? undefined;
+        params.query = search.get('query') ?? undefined;
+        const variables = search.get('variables');
+        if (variables) params.variables = JSON.parse(variables);
+        const extensions = search.get('extensions');
+        if (extensions) params.extensions = JSON.parse(extensions);
+      } catch {
+        throw new Error('Unparsable URL');
+      }
+    } else if (method === 'POST' && contentType?.includes('application/json')) {
+      if (!body) throw new Error('Missing body');
+      const data: unknown = typeof body === 'string' ? JSON.parse(body) : body;
+      if (!isObject(data)) throw new Error('JSON body must be an object');
+      params.operationName = data['operationName'];
+      params.query = data['query'];
+      params.variables = data['variables'];
+      params.extensions = data['extensions'];
+    } else {
+      return { status: 415 };
+    }
+    if (params.query == null) throw new Error('Missing query');
+    if (typeof params.query !== 'string') throw new Error('Invalid query');
+    if (params.variables != null && !isObject(params.variables)) throw new Error('Invalid variables');
+    if (params.extensions != null && !isObject(params.extensions)) throw new Error('Invalid extensions');
+    return params;
+  } catch (err) {
+    return { status: 400, message: err instanceof Error ? err.message : String(err) };
+  }
 }
 
 export function createStreamHandler(opts: StreamOptions) {
   const { log, limits } = opts;
-  // Upstream streams get their own dispatcher: long-lived, closed with the gateway, never mixed with the query pools.
-  const streamAgent = new Agent({ bodyTimeout: 0, keepAliveTimeout: 1_000 });
-  const streamFetch = ((input: string, init?: RequestInit) =>
-    undiciFetch(input, { ...(init as object), dispatcher: streamAgent } as Parameters<
-      typeof undiciFetch
-    >[1])) as unknown as typeof fetch;
-  const timers = opts.timers ?? realTimers;
-  const heartbeatMs = opts.heartbeatMs ?? 15_000;
+  // Upstream streams get a connection each (never the query pools'); it ends with its stream. Those not yet answered
+  // are here, so close() can drop them.
+  const pending = new Set<() => void>();
+  const heartbeats = new HeartbeatGroup(opts.timers ?? realTimers, opts.heartbeatMs ?? 15_000);
   const prepared = new Lru<string, PreparedStream>(500);
-  const open = new Set<OpenStream>();
+  const open = new Set<{ finish(): void }>();
+  // Many streams per connection to a subgraph (stream-mux.ts), or one connection each (stream-relay.ts).
+  const multiplex = opts.multiplex ?? true;
+  const muxes = new Map<string, StreamMux>();
   const rules = opts.introspection ? specifiedRules : [...specifiedRules, NoSchemaIntrospectionCustomRule];
+  let closed = false;
 
   const prepare = (query: string, operationName: string | undefined): PreparedStream => {
     const key = `${operationName ?? ''}\n${query}`;
@@ -250,308 +356,281 @@ export function createStreamHandler(opts: StreamOptions) {
     return { document, owner, dynamicLimits: usesVariablePageArgs(document) };
   };
 
-  /** Connects to the owner's stream; resolves once it answered 200 (an async generator of its events) or with its error. */
-  const forward = async (
-    owner: string,
-    params: RequestParams,
+  /** The checks before anything is opened upstream: the owner and the subscription to send it, or a refusal. */
+  const check = (
+    params: StreamParams,
     ctx: StreamRequestContext,
-  ): Promise<SseResponse | AsyncGenerator<ExecutionResult, void, unknown>> => {
-    const base = opts.subgraphUrls[owner];
-    if (!base)
+  ): SseResponse | { owner: string; subscription: Subscription } => {
+    const query = params.query;
+    if (typeof query !== 'string' || !query) {
       return codedResponse(
-        new AppError('SERVICE_UNAVAILABLE', 'The stream source is not configured.'),
-        503,
+        new AppError('BAD_USER_INPUT', 'Send {"query": "subscription ..."}.'),
+        400,
         ctx.correlationId,
       );
-    const client = createClient({
-      url: new URL('/graphql/stream', base).href,
-      fetchFn: streamFetch,
-      singleConnection: false,
-      retryAttempts: 0,
-      headers: {
-        authorization: ctx.authorization,
-        'x-correlation-id': ctx.correlationId,
-        ...(ctx.forwardedFor ? { 'x-forwarded-for': ctx.forwardedFor } : {}),
-        ...(ctx.userAgent ? { 'user-agent': ctx.userAgent } : {}),
-      },
-    });
-    const queue: ExecutionResult[] = [];
-    let done = false;
-    let failed: unknown = null;
-    let wake: (() => void) | null = null;
-    const poke = () => {
-      const w = wake;
-      wake = null;
-      w?.();
-    };
-    let settle!: (v: 'connected' | { error: unknown }) => void;
-    const connected = new Promise<'connected' | { error: unknown }>((r) => (settle = r));
-    const dispose = client.subscribe(
-      {
-        query: params.query,
-        variables: params.variables ?? undefined,
-        operationName: params.operationName ?? undefined,
-      },
-      {
-        next: (value) => {
-          queue.push(value as ExecutionResult);
-          poke();
-        },
-        error: (error) => {
-          failed = error;
-          done = true;
-          settle({ error });
-          poke();
-        },
-        complete: () => {
-          done = true;
-          settle('connected');
-          poke();
-        },
-      },
-      { connected: () => settle('connected') },
-    );
-    const stop = () => {
-      if (!done) done = true;
-      dispose();
-      client.dispose();
-      open.delete(entry);
-      poke();
-    };
-    const entry: OpenStream = { finish: stop };
-    const first = await connected;
-    if (first !== 'connected') {
-      stop();
-      return upstreamError(first.error, ctx.correlationId);
     }
-    open.add(entry);
-    let reportedFailure = false;
-    const iterator: AsyncGenerator<ExecutionResult, void, unknown> = {
-      async next() {
-        for (;;) {
-          if (queue.length) return { value: safeEvent(queue.shift()!, ctx.correlationId), done: false };
-          if (done) {
-            if (failed && !reportedFailure) {
-              reportedFailure = true;
-              log.warn('upstream stream failed', {
-                subgraph: owner,
-                error: failed instanceof Error ? failed.message : String(failed),
-              });
-              return {
-                value: {
-                  errors: [
-                    new GraphQLError(
-                      'The stream source went away. Reconnect to resume (pass the last sequence you handled).',
-                      {
-                        extensions: {
-                          code: 'SERVICE_UNAVAILABLE',
-                          retryAfterMs: 1000,
-                          correlationId: ctx.correlationId,
-                        },
-                      },
-                    ),
-                  ],
-                },
-                done: false,
-              };
-            }
-            stop();
-            return { value: undefined, done: true };
-          }
-          await new Promise<void>((r) => (wake = r));
-        }
-      },
-      async return() {
-        stop();
-        return { value: undefined, done: true };
-      },
-      async throw() {
-        stop();
-        return { value: undefined, done: true };
-      },
-      [Symbol.asyncIterator]() {
-        return this;
-      },
-    } as AsyncGenerator<ExecutionResult, void, unknown>;
-    return iterator;
+    const operationName = typeof params.operationName === 'string' ? params.operationName : undefined;
+    const p = prepare(query, operationName);
+    if (p.error)
+      return codedResponse(p.error, p.error.code === 'SERVICE_UNAVAILABLE' ? 503 : 400, ctx.correlationId);
+    const variables = isObject(params.variables) ? params.variables : undefined;
+    if (p.dynamicLimits) {
+      try {
+        checkDocumentLimits(p.document!, operationName, variables ?? null, limits);
+      } catch (err) {
+        if (err instanceof AppError) return codedResponse(err, 400, ctx.correlationId);
+        throw err;
+      }
+    }
+    opts.persisted?.rememberFromExtensions(params.extensions as Record<string, unknown> | undefined, query);
+    // What graphql-sse's client sends: the subscription as given (undefined members left out).
+    return { owner: p.owner!, subscription: { query, variables, operationName } };
   };
 
-  const upstreamError = async (error: unknown, correlationId: string): Promise<SseResponse> => {
-    if (error instanceof NetworkError && error.response) {
-      const response = error.response as Response;
-      const status = response.status;
-      let errors: Array<{ message?: string; extensions?: Record<string, unknown> }> | undefined;
-      try {
-        const body = (await response.json()) as { errors?: typeof errors };
-        errors = Array.isArray(body.errors) ? body.errors : undefined;
-      } catch {
-        errors = undefined;
-      }
-      const fallbackCode =
-        status === 401
-          ? 'UNAUTHENTICATED'
-          : status === 403
-            ? 'FORBIDDEN'
-            : status < 500
-              ? 'BAD_USER_INPUT'
-              : 'SERVICE_UNAVAILABLE';
-      const coded = (errors ?? [{ message: `The stream source answered HTTP ${status}.` }]).map((e) => ({
-        message: e.message ?? 'The stream was refused.',
-        extensions: { ...(e.extensions ?? {}), code: e.extensions?.['code'] ?? fallbackCode, correlationId },
-      }));
-      return [
-        JSON.stringify({ errors: coded }),
-        {
-          status: status >= 500 ? 503 : status,
-          statusText: 'Error',
-          headers: { 'content-type': 'application/json; charset=utf-8' },
-        },
-      ];
+  /** The subgraph's refusal (status and coded errors), as the client gets it. */
+  const refusal = (status: number, text: string, correlationId: string): SseResponse => {
+    let errors: Array<{ message?: string; extensions?: Record<string, unknown> }> | undefined;
+    try {
+      const body = JSON.parse(text) as { errors?: typeof errors };
+      errors = Array.isArray(body.errors) ? body.errors : undefined;
+    } catch {
+      errors = undefined;
     }
-    log.warn('stream source unreachable', { error: error instanceof Error ? error.message : String(error) });
-    return codedResponse(
+    const fallbackCode =
+      status === 401
+        ? 'UNAUTHENTICATED'
+        : status === 403
+          ? 'FORBIDDEN'
+          : status < 500
+            ? 'BAD_USER_INPUT'
+            : 'SERVICE_UNAVAILABLE';
+    const coded = (errors ?? [{ message: `The stream source answered HTTP ${status}.` }]).map((e) => ({
+      message: e.message ?? 'The stream was refused.',
+      extensions: { ...(e.extensions ?? {}), code: e.extensions?.['code'] ?? fallbackCode, correlationId },
+    }));
+    return [
+      JSON.stringify({ errors: coded }),
+      {
+        status: status >= 500 ? 503 : status,
+        statusText: 'Error',
+        headers: { 'content-type': 'application/json; charset=utf-8' },
+      },
+    ];
+  };
+
+  const unavailable = (correlationId: string): SseResponse =>
+    codedResponse(
       new AppError('SERVICE_UNAVAILABLE', 'The stream source is unavailable. Retry shortly.', {
         retryAfterMs: 1000,
       }),
       503,
       correlationId,
     );
+
+  const respond = (res: ServerResponse, [body, init]: SseResponse): void => {
+    if (!res.writable) return;
+    res.writeHead(init.status, init.headers).end(body ?? undefined);
   };
 
-  const sse = createHandler<IncomingMessage, StreamRequestContext>({
-    // Distinct connections only: no stream tokens, so the single-connection routes (PUT/DELETE) answer 404.
-    authenticate: () => undefined as unknown as string,
-    onSubscribe: async (req, params): Promise<SseResponse | OperationResult | void> => {
-      const ctx = req.context;
-      const query = params.query;
-      if (typeof query !== 'string' || !query) {
-        return codedResponse(
-          new AppError('BAD_USER_INPUT', 'Send {"query": "subscription ..."}.'),
-          400,
-          ctx.correlationId,
-        );
-      }
-      const operationName = params.operationName ?? undefined;
-      const p = prepare(query, operationName);
-      if (p.error)
-        return codedResponse(p.error, p.error.code === 'SERVICE_UNAVAILABLE' ? 503 : 400, ctx.correlationId);
-      if (p.dynamicLimits) {
-        try {
-          checkDocumentLimits(p.document!, operationName, params.variables, limits);
-        } catch (err) {
-          if (err instanceof AppError) return codedResponse(err, 400, ctx.correlationId);
-          throw err;
-        }
-      }
-      opts.persisted?.rememberFromExtensions(params.extensions, query);
-      return forward(p.owner!, params, ctx);
-    },
-  });
-
   /** Serves one /graphql/stream request (the caller authenticated it). Resolves when the stream ends. */
-  async function handle(
-    req: IncomingMessage,
-    res: ServerResponse,
-    ctx: Omit<StreamRequestContext, 'res'>,
-  ): Promise<void> {
+  async function handle(req: IncomingMessage, res: ServerResponse, ctx: StreamRequestContext): Promise<void> {
     const accept = (req.headers.accept ?? '').toLowerCase();
     if (!accept.includes('text/event-stream')) {
-      const [body, init] = codedResponse(
-        new AppError(
-          'BAD_USER_INPUT',
-          'Streams need "Accept: text/event-stream" (graphql-sse, distinct connections mode).',
+      respond(
+        res,
+        codedResponse(
+          new AppError(
+            'BAD_USER_INPUT',
+            'Streams need "Accept: text/event-stream" (graphql-sse, distinct connections mode).',
+          ),
+          406,
+          ctx.correlationId,
         ),
-        406,
-        ctx.correlationId,
       );
-      res.writeHead(init.status, init.headers).end(body);
       return;
     }
     let text: string | null = null;
-    if (req.method === 'POST') text = (await readBody(req, limits.maxBodyBytes)).toString('utf8');
-    // The document first (a hash alone, trusted documents): a refusal is thrown before graphql-sse runs anything.
+    if (req.method === 'POST') text = (await readSmallBody(req, limits.maxBodyBytes)).toString('utf8');
+    // The document first (a hash alone, trusted documents): a refusal is thrown before anything is opened.
     const { body, url } = opts.persisted
       ? resolveStreamRequest(opts.persisted, req.method, text, req.url ?? '/')
       : { body: text, url: req.url ?? '/' };
-    const [out, init] = await sse({
-      method: req.method ?? 'GET',
-      url,
-      headers: {
-        get(key: string) {
-          if (key === 'accept') return 'text/event-stream';
-          const v = req.headers[key];
-          return Array.isArray(v) ? v.join('\n') : v;
+    const params = readParams(req.method, url, req.headers['content-type'], body);
+    if ('status' in params && typeof params.status === 'number') {
+      const message = params.message ?? `The stream request was refused (HTTP ${params.status}).`;
+      respond(res, [
+        JSON.stringify({
+          errors: [{ message, extensions: { code: 'BAD_USER_INPUT', correlationId: ctx.correlationId } }],
+        }),
+        {
+          status: params.status,
+          statusText: 'Error',
+          headers: { 'content-type': 'application/json; charset=utf-8' },
         },
-      },
-      body,
-      raw: req,
-      context: { ...ctx, res },
-    });
-    if (!out || typeof out === 'string') {
-      // graphql-sse's own refusals (bad JSON, wrong media type, ...) have no code: give them one.
-      let text = out;
-      if (init.status >= 400) {
-        let message = `The stream request was refused (HTTP ${init.status}).`;
-        type Refusal = { errors?: Array<{ message?: string; extensions?: { code?: string } }> };
-        let parsed: Refusal | null = null;
-        try {
-          parsed = text ? (JSON.parse(text) as Refusal) : null;
-        } catch {
-          parsed = null;
-        }
-        if (parsed?.errors?.every((e) => e.extensions?.code)) {
-          text = JSON.stringify(parsed);
-        } else {
-          message = parsed?.errors?.[0]?.message ?? message;
-          text = JSON.stringify({
-            errors: [
-              {
-                message,
-                extensions: {
-                  code: init.status >= 500 ? 'INTERNAL_SERVER_ERROR' : 'BAD_USER_INPUT',
-                  correlationId: ctx.correlationId,
-                },
-              },
-            ],
-          });
-        }
-        res
-          .writeHead(init.status, { ...init.headers, 'content-type': 'application/json; charset=utf-8' })
-          .end(text);
-        return;
-      }
-      res.writeHead(init.status, init.headers).end(text ?? undefined);
+      ]);
       return;
     }
-    res.writeHead(init.status, {
-      ...init.headers,
-      'content-type': 'text/event-stream; charset=utf-8',
-      'cache-control': 'no-cache, no-transform',
-      'x-accel-buffering': 'no',
-      connection: 'keep-alive',
-    });
-    res.flushHeaders();
-    const heartbeat = timers.setInterval(() => {
-      if (res.writable) res.write(':\n\n');
-    }, heartbeatMs);
-    const onClose = () => void out.return(undefined);
-    res.once('close', onClose);
-    try {
-      for await (const chunk of out) {
-        if (!res.writable) break;
-        const ok = res.write(chunk);
-        if (!ok) {
-          await new Promise<void>((r) => {
-            res.once('drain', r);
-            res.once('close', r);
-          });
-        }
+    const checked = check(params as StreamParams, ctx);
+    if (Array.isArray(checked)) return respond(res, checked);
+    const base = opts.subgraphUrls[checked.owner];
+    if (!base)
+      return respond(
+        res,
+        codedResponse(
+          new AppError('SERVICE_UNAVAILABLE', 'The stream source is not configured.'),
+          503,
+          ctx.correlationId,
+        ),
+      );
+
+    const headers: Record<string, string> = {
+      authorization: ctx.authorization,
+      'x-correlation-id': ctx.correlationId,
+      ...(ctx.forwardedFor ? { 'x-forwarded-for': ctx.forwardedFor } : {}),
+      ...(ctx.userAgent ? { 'user-agent': ctx.userAgent } : {}),
+    };
+    const events = eventsFor(ctx.correlationId, checked.owner);
+    if (multiplex)
+      return serveMultiplexed(res, ctx, checked.owner, base, headers, checked.subscription, events);
+    return serveDistinct(res, ctx, base, headers, checked.subscription, events);
+  }
+
+  const sseHeaders = {
+    connection: 'keep-alive',
+    'cache-control': 'no-cache, no-transform',
+    'content-encoding': 'none',
+    'content-type': 'text/event-stream; charset=utf-8',
+    'x-accel-buffering': 'no',
+  };
+
+  const shuttingDown = (correlationId: string): SseResponse =>
+    codedResponse(
+      new AppError('SERVICE_UNAVAILABLE', 'Shutting down; reconnect.', { retryAfterMs: 1000 }),
+      503,
+      correlationId,
+    );
+
+  /** How events are rewritten for one client: errors masked, a failure of the source told with a code. */
+  const eventsFor = (correlationId: string, owner: string): StreamEvents => ({
+    maskErrors(data) {
+      let event: ExecutionResult;
+      try {
+        event = JSON.parse(data) as ExecutionResult;
+      } catch {
+        event = { errors: [{ message: 'unparsable event' } as unknown as GraphQLError] };
       }
-    } finally {
-      timers.clearInterval(heartbeat);
-      res.off('close', onClose);
-      if (!res.writableEnded) res.end();
+      return JSON.stringify(safeEvent(event, correlationId));
+    },
+    onFailure(reason) {
+      if (!multiplex) log.warn('upstream stream failed', { subgraph: owner, error: reason });
+      return JSON.stringify({
+        errors: [
+          {
+            message: 'The stream source went away. Reconnect to resume (pass the last sequence you handled).',
+            extensions: { code: 'SERVICE_UNAVAILABLE', retryAfterMs: 1000, correlationId },
+          },
+        ],
+      });
+    },
+  });
+
+  const muxFor = (owner: string, base: string): StreamMux => {
+    let mux = muxes.get(owner);
+    if (!mux) {
+      mux = new StreamMux(base, log, owner);
+      muxes.set(owner, mux);
     }
+    return mux;
+  };
+
+  /** One stream as an operation on the gateway's shared connection to the owner (stream-mux.ts). */
+  async function serveMultiplexed(
+    res: ServerResponse,
+    ctx: StreamRequestContext,
+    owner: string,
+    base: string,
+    headers: Record<string, string>,
+    subscription: Subscription,
+    events: StreamEvents,
+  ): Promise<void> {
+    const mux = muxFor(owner, base);
+    let ended!: () => void;
+    const over = new Promise<void>((r) => (ended = r));
+    const client: MuxClientStream = new MuxClientStream(res, events, () => {
+      open.delete(client);
+      heartbeats.delete(res);
+      if (client.id !== undefined) mux.cancel(client.id);
+      ended();
+    });
+    const answer = await mux.start(headers, subscription, client);
+    if (answer.kind === 'unreachable') {
+      if (!res.destroyed) {
+        log.warn('stream source unreachable', { error: answer.error.message });
+        respond(res, closed ? shuttingDown(ctx.correlationId) : unavailable(ctx.correlationId));
+      }
+      return;
+    }
+    if (answer.kind === 'refused')
+      return respond(res, refusal(answer.status, answer.body, ctx.correlationId));
+    client.id = answer.id;
+    if (closed || res.destroyed) {
+      mux.cancel(answer.id);
+      if (closed) respond(res, shuttingDown(ctx.correlationId));
+      return;
+    }
+    res.writeHead(200, 'OK', sseHeaders);
+    res.flushHeaders();
+    open.add(client);
+    heartbeats.add(res);
+    client.opened();
+    // Returned, not awaited: an idle stream keeps no suspended frame (with this function's locals) alive.
+    return over;
+  }
+
+  /** One stream on a connection of its own to the owner (stream-relay.ts). */
+  async function serveDistinct(
+    res: ServerResponse,
+    ctx: StreamRequestContext,
+    base: string,
+    headers: Record<string, string>,
+    subscription: Subscription,
+    events: StreamEvents,
+  ): Promise<void> {
+    const upstream = openUpstream(new URL('/graphql/stream', base), headers, JSON.stringify(subscription));
+    // The client may leave before the subgraph answers.
+    res.once('close', upstream.abort);
+    pending.add(upstream.abort);
+    const answer = await upstream.answer;
+    pending.delete(upstream.abort);
+    res.off('close', upstream.abort);
+    if (answer.kind === 'unreachable') {
+      if (!res.destroyed) {
+        log.warn('stream source unreachable', { error: answer.error.message });
+        respond(res, unavailable(ctx.correlationId));
+      }
+      return;
+    }
+    if (answer.kind === 'refused')
+      return respond(res, refusal(answer.status, answer.body, ctx.correlationId));
+    if (closed || res.destroyed) {
+      answer.request.destroy();
+      if (closed) respond(res, shuttingDown(ctx.correlationId));
+      return;
+    }
+    res.writeHead(200, 'OK', sseHeaders);
+    res.flushHeaders();
+    return new Promise<void>((resolve) => {
+      const relay: SseRelay = new SseRelay(res, answer.request, answer.response, {
+        ...events,
+        onEnd() {
+          open.delete(relay);
+          heartbeats.delete(res);
+          resolve();
+        },
+      });
+      open.add(relay);
+      heartbeats.add(res);
+    });
   }
 
   return {
@@ -565,8 +644,11 @@ export function createStreamHandler(opts: StreamOptions) {
     },
     /** Completes every stream and closes the upstream connections. */
     async close(): Promise<void> {
+      closed = true;
+      // The shared connections first: the subgraphs end their operations, and no cancel is sent for each stream.
+      for (const mux of muxes.values()) mux.close();
       for (const s of [...open]) s.finish();
-      await streamAgent.destroy();
+      for (const abort of [...pending]) abort();
     },
   };
 }

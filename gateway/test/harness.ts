@@ -198,7 +198,7 @@ export interface Harness {
   logs: string[];
   alpha: RunningServer;
   beta: RunningServer;
-  token(opts?: { tenantId?: string; sub?: string; expiresIn?: string }): Promise<string>;
+  token(opts?: { tenantId?: string; sub?: string; expiresIn?: string; scope?: string }): Promise<string>;
   post(
     body: unknown,
     headers?: Record<string, string>,
@@ -214,7 +214,10 @@ export interface Harness {
 
 const fakeDb = { driver: 'pglite', ping: async () => undefined } as unknown as Database;
 
-export async function startHarness(env: Record<string, string> = {}): Promise<Harness> {
+export async function startHarness(
+  env: Record<string, string> = {},
+  opts: { streamMultiplex?: boolean } = {},
+): Promise<Harness> {
   const config = loadConfig({
     DATA_DIR: 'memory://',
     LOG_LEVEL: 'info',
@@ -362,6 +365,7 @@ export async function startHarness(env: Record<string, string> = {}): Promise<Ha
     subgraphUrls: { alpha: `${alpha.url}/graphql`, beta: `${beta.url}/graphql` },
     verifyToken,
     timers,
+    streamMultiplex: opts.streamMultiplex,
     subgraphSchemas: new Map([
       ['alpha', buildSubgraphSchema({ typeDefs: parse(ALPHA_SDL) })],
       ['beta', buildSubgraphSchema({ typeDefs: parse(BETA_SDL) })],
@@ -408,7 +412,7 @@ export async function startHarness(env: Record<string, string> = {}): Promise<Ha
       return new SignJWT({
         tid: opts.tenantId ?? randomUUID(),
         role: 'OPERATOR',
-        scope: 'api:read api:write',
+        scope: opts.scope ?? 'api:read api:write',
       })
         .setProtectedHeader({ alg: 'ES256', kid, typ: 'at+jwt' })
         .setSubject(opts.sub ?? `user-${randomUUID()}`)

@@ -115,30 +115,82 @@ export function createStreamGuard(opts: StreamGuardOptions = {}): StreamGuard {
 
 const ABORTED = Symbol('aborted');
 
+export interface EndWithReasonOptions {
+  /**
+   * Run once when the stream ends or is cancelled (`return()`), before the source is told to return. For a stream
+   * whose `signal` nothing else aborts (graphql-sse single-connection operations), it must abort it: a source
+   * suspended in an await answers `return()` only once it resumes.
+   */
+  cleanup?: () => void;
+  /**
+   * A source that throws ends with this last result instead of the error (the error stays with this stream:
+   * graphql-sse's single-connection mode would otherwise end every operation of the connection).
+   */
+  onError?: (err: unknown) => ExecutionResult;
+}
+
 /**
  * Passes a subscription's results through until `signal` aborts; then, if the abort carries an AppError, sends it
  * as a last result, and completes (closing the source), whether or not the source itself watches the signal.
+ * A plain iterator, not an async generator: `return()` acts at once even while a `next()` is pending, and an idle
+ * stream holds one pending promise chain, not two.
  */
-export async function* endWithReason<T>(
+export function endWithReason<T>(
   source: AsyncIterable<T>,
   signal: AbortSignal,
+  opts: EndWithReasonOptions = {},
 ): AsyncGenerator<T | ExecutionResult> {
   const it = source[Symbol.asyncIterator]();
-  const aborted = new Promise<typeof ABORTED>((resolve) => {
-    if (signal.aborted) resolve(ABORTED);
-    else signal.addEventListener('abort', () => resolve(ABORTED), { once: true });
-  });
-  try {
-    for (;;) {
-      const next = await Promise.race([it.next(), aborted]);
-      if (next === ABORTED) break;
-      if (next.done) return;
-      yield next.value;
-    }
-    if (signal.reason instanceof AppError) yield { errors: [signal.reason] };
-  } finally {
-    // Not awaited: an async generator suspended in an await finishes its return() only when it resumes, and the
-    // stream must end now. The source cleans up (its finally blocks run) as soon as it does resume.
+  const DONE = { value: undefined, done: true } as IteratorReturnResult<undefined>;
+  let ended = false;
+  let aborted: Promise<typeof ABORTED> | null = null;
+  const end = () => {
+    if (ended) return;
+    ended = true;
+    opts.cleanup?.();
+    // Not awaited: a source suspended in an await finishes its return() only when it resumes, and the stream must
+    // end now. The source cleans up (its finally blocks run) as soon as it does resume.
     Promise.resolve(it.return?.()).catch(() => undefined);
-  }
+  };
+  const stopped = (): IteratorResult<T | ExecutionResult> => {
+    const reason: unknown = signal.reason;
+    end();
+    return reason instanceof AppError ? { value: { errors: [reason] }, done: false } : DONE;
+  };
+  const iterator = {
+    async next(): Promise<IteratorResult<T | ExecutionResult>> {
+      if (ended) return DONE;
+      if (signal.aborted) return stopped();
+      aborted ??= new Promise((resolve) =>
+        signal.addEventListener('abort', () => resolve(ABORTED), { once: true }),
+      );
+      try {
+        const next = await Promise.race([it.next(), aborted]);
+        if (ended) return DONE;
+        if (next === ABORTED) return stopped();
+        if (next.done) {
+          end();
+          return DONE;
+        }
+        return next;
+      } catch (err) {
+        if (ended) return DONE;
+        end();
+        if (opts.onError) return { value: opts.onError(err), done: false };
+        throw err;
+      }
+    },
+    async return(): Promise<IteratorResult<T | ExecutionResult>> {
+      end();
+      return DONE;
+    },
+    async throw(err?: unknown): Promise<IteratorResult<T | ExecutionResult>> {
+      end();
+      throw err;
+    },
+    [Symbol.asyncIterator]() {
+      return iterator;
+    },
+  };
+  return iterator as unknown as AsyncGenerator<T | ExecutionResult>;
 }

@@ -4,6 +4,7 @@
  * (e.g. identity's JWKS). Each request verifies its own token (zero trust), carries the correlation id it was
  * given, runs under the same document limits as the gateway, and answers with codes from the error table.
  */
+import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import {
@@ -34,6 +35,9 @@ import type { RevocationList } from './revocation.js';
 import { createStreamGuard, endWithReason, type StreamStopSource } from './stream-guard.js';
 import { originOf, type RequestOrigin } from './origin.js';
 import type { AuthContext } from './tenancy.js';
+
+/** graphql-sse's header naming a reservation (single-connection mode). */
+export const STREAM_TOKEN_HEADER = 'x-graphql-event-stream-token';
 
 export interface SubgraphContext {
   auth: AuthContext | null;
@@ -158,7 +162,7 @@ export function createSubgraphServer(opts: SubgraphServerOptions): {
     const ctx: SubgraphContext = {
       auth,
       db,
-      log: log.child({}),
+      log, // loggers are immutable: a child without fields would be the same logger, at a cost per open stream
       config,
       cursors,
       correlationId,
@@ -216,13 +220,48 @@ export function createSubgraphServer(opts: SubgraphServerOptions): {
     );
   };
 
+  /** Cleanup of each operation of a reservation (single-connection mode), run when the operation ends. */
+  const cleanups = new WeakMap<object, () => void>();
+  /** Open reservation event streams (single-connection mode), ended on shutdown once their operations completed. */
+  const reservations = new Set<ServerResponse>();
+  let drained: (() => void) | null = null;
+  const forget = (abort: AbortController) => {
+    streams.delete(abort);
+    if (streams.size === 0) drained?.();
+  };
+
   const sse = createHandler<SubgraphContext & Record<PropertyKey, unknown>>({
     schema,
-    authenticate: () => null as unknown as string, // distinct-connections mode only
+    // Distinct connections (one request per stream), and graphql-sse's single-connection mode, which the gateway uses
+    // to carry many streams over one connection: PUT makes a reservation (for any caller with a valid token: it
+    // carries nothing by itself), its token then names the event stream and each operation, and every operation is
+    // authenticated with its own caller's token like any request (`context`).
+    authenticate: async (req) => {
+      const token = req.headers.get(STREAM_TOKEN_HEADER);
+      if (token) return token;
+      if (req.method !== 'PUT') return null as unknown as string;
+      const auth = await verifyToken(req.raw.headers.authorization);
+      if (!auth) throw new AppError('UNAUTHENTICATED', 'A stream reservation needs an access token.');
+      return randomUUID();
+    },
     context: async (req, params) => {
       const raw = req.raw;
       const correlationId = correlationIdFrom(raw.headers['x-correlation-id']);
       const abort = new AbortController();
+      const { document } = typeof params.query === 'string' ? prepare(params.query) : {};
+      if (raw.headers[STREAM_TOKEN_HEADER]) {
+        // An operation of a reservation: its request ends at once (202); it lives until it completes, is cancelled
+        // (DELETE), or its event stream closes, and cleans up then (onOperation).
+        const ctx = await contextFor(raw, correlationId, abort.signal, document, params.operationName);
+        streams.add(abort);
+        const unwatch = guard.watch(ctx.auth, abort);
+        cleanups.set(ctx, () => {
+          abort.abort();
+          forget(abort);
+          unwatch();
+        });
+        return ctx as SubgraphContext & Record<PropertyKey, unknown>;
+      }
       streams.add(abort);
       // The response, not the request: since Node 16 a request emits 'close' once its body is read, before the
       // stream even starts, so the client leaving was never noticed. The response closes when the client goes.
@@ -230,21 +269,44 @@ export function createSubgraphServer(opts: SubgraphServerOptions): {
       let unwatch = () => undefined as void;
       const gone = () => {
         abort.abort();
-        streams.delete(abort);
+        forget(abort);
         unwatch();
         // While shutting down, a finished stream leaves an idle keep-alive socket that would hold close() open.
         if (shuttingDown) setImmediate(() => server.closeIdleConnections());
       };
       if (res.closed) gone();
       else res.once('close', gone);
-      const { document } = typeof params.query === 'string' ? prepare(params.query) : {};
       const ctx = await contextFor(raw, correlationId, abort.signal, document, params.operationName);
       if (!res.closed) unwatch = guard.watch(ctx.auth, abort);
       return ctx as SubgraphContext & Record<PropertyKey, unknown>;
     },
     // A revoked or expired token ends the stream with a last UNAUTHENTICATED event (stream-guard.ts).
-    onOperation: (ctx, _req, _args, result) =>
-      Symbol.asyncIterator in result ? endWithReason(result, ctx.signal) : undefined,
+    onOperation: (ctx, req, _args, result) => {
+      const cleanup = cleanups.get(ctx);
+      if (!cleanup) return Symbol.asyncIterator in result ? endWithReason(result, ctx.signal) : undefined;
+      // An operation of a reservation: its request was answered (202) and is not needed again, but graphql-sse keeps
+      // its request object for the operation's life; let the request and response behind it go.
+      Object.assign(req, { raw: undefined, context: undefined, headers: undefined, body: undefined });
+      if (!(Symbol.asyncIterator in result)) {
+        cleanup();
+        return undefined;
+      }
+      // One operation failing must not end the others on its connection: it ends alone, saying so with a code.
+      return endWithReason(result, ctx.signal, {
+        cleanup,
+        onError: (err) => {
+          ctx.log.error('stream failed', { error: err, correlationId: ctx.correlationId });
+          return {
+            errors: [
+              new GraphQLError(
+                'The stream source went away. Reconnect to resume (pass the last sequence you handled).',
+                { extensions: { code: 'SERVICE_UNAVAILABLE', retryAfterMs: 1000 } },
+              ),
+            ],
+          };
+        },
+      });
+    },
     // Errors inside a stream get the same masking and codes as on /graphql.
     onNext: (ctx, _req, result) =>
       result.errors?.length
@@ -277,6 +339,10 @@ export function createSubgraphServer(opts: SubgraphServerOptions): {
         if (path === '/graphql/stream') {
           if (shuttingDown)
             throw new AppError('SERVICE_UNAVAILABLE', 'Shutting down; reconnect.', { retryAfterMs: 1000 });
+          if (req.headers[STREAM_TOKEN_HEADER] && (req.headers.accept ?? '').includes('text/event-stream')) {
+            reservations.add(res);
+            res.once('close', () => reservations.delete(res));
+          }
           res.setHeader('x-accel-buffering', 'no');
           res.setHeader('cache-control', 'no-cache, no-transform');
           return await sse(req, res);
@@ -322,6 +388,15 @@ export function createSubgraphServer(opts: SubgraphServerOptions): {
                 server.close(() => r());
                 server.closeIdleConnections();
                 setTimeout(() => server.closeAllConnections(), config.shutdownGraceMs).unref();
+                // Reservation streams end once their operations have ended (each sent its `complete`), and a moment
+                // more for graphql-sse to write those out; a client that misses one sees its connection drop and
+                // reconnects either way.
+                const endReservations = () =>
+                  setTimeout(() => {
+                    for (const res of reservations) res.end();
+                  }, 100).unref();
+                if (streams.size === 0) endReservations();
+                else drained = endReservations;
               });
             },
           });
