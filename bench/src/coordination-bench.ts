@@ -1,27 +1,47 @@
 /**
  * Coordination streams at scale (issue 4): `npm run bench -- --coordination`, or on its own
- * `npx tsx bench/src/coordination-bench.ts [--streams 9800] [--devices 200] [--rate 1000] [--seconds 5]`; prints JSON.
+ * `npx tsx bench/src/coordination-bench.ts [--database postgres|pglite] [--streams 9800] [--devices 200]
+ *  [--rate 1000[,300,...]] [--seconds 5] [--warmup 3] [--intents-only] [--rate-limits off|<n>/s:<burst>] [--profile]`;
+ *  prints JSON.
  *
- * Three processes, as production would split them: the subgraphs (startPlatform's four on in-memory PGlite, or
- * DATABASE_URL), our gateway alone (gateway/src/standalone.ts), and this process as the desktops.
+ * Three processes, as production would split them: the subgraphs (startPlatform's four on PostgreSQL — DATABASE_URL,
+ * else a private cluster from scripts/pg-cluster.sh, stopped afterwards — or with `--database pglite` an in-memory
+ * PGlite), our gateway alone (gateway/src/standalone.ts), and this process as the desktops.
  *  1. Idle streams: opens `--streams` graphql-sse device streams (`deviceIntents`) through the gateway, spread over
  *     `--devices` enrolled devices, each its own HTTP connection; waits until every one answered 200, lets them sit,
- *     and reports the growth of the gateway's and the subgraphs' resident memory per stream (VmRSS from /proc, after
- *     the same settling time on both sides of the measurement; a baseline of 100 streams is subtracted).
- *  2. Latency: creates intents at `--rate` per second for `--seconds` through the gateway (round-robin over the
- *     devices, an OPERATOR-or-above user token) and times each from the moment its create request is sent to the
- *     moment its device's stream delivers it; p50/p90/p99/max, and the rate actually achieved.
- * Descriptors: every stream holds two sockets in the gateway (client side, and its own upstream request to the
- * coordination subgraph), so the gateway needs 2 × streams descriptors; the default stream count is the most this
- * machine's hard limit (`ulimit -Hn`) allows, at most 10,000.
+ *     and reports the growth of the gateway's and the subgraphs' live memory per stream (heap + external after a
+ *     forced GC, on both sides of the measurement; a baseline of 100 streams is subtracted). `--intents-only` skips
+ *     this part and opens one stream per device.
+ *  2. Latency: after `--warmup` seconds at the first rate (discarded), for each `--rate` in turn, creates intents at
+ *     that rate for `--seconds` through the gateway (round-robin over the devices, an OWNER user token) and times
+ *     each from the moment its create request is sent to the moment its device's stream delivers it (and to the
+ *     create's answer); p50/p90/p99/max, the rate actually achieved, the CPU each process used per intent
+ *     (subgraphs, gateway, this process, PostgreSQL's processes of a private cluster, the rest of the machine; also
+ *     net of each process's background use with no intents), and the subgraphs' database round trips per intent.
+ *     `--profile` runs the subgraphs and the gateway under `node --cpu-prof` and summarises each rate's window.
+ * Descriptors: every stream holds one socket in the gateway (the client's; streams reach the coordination subgraph
+ * multiplexed over one connection) and one here, so the default stream count is the most this machine's hard limit
+ * (`ulimit -Hn`) allows with 400 to spare, at most 10,000.
  */
 import { execFileSync } from 'node:child_process';
 import http from 'node:http';
-import { mkdtempSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { BENCH_SRC, freePort, sleep, spawnChild, type Child } from './lib/proc.js';
+import { provisionTestDatabase, type TestDatabase } from '../../test/src/database.js';
+import { formatProfile, summarizeProfile, type ProfileSummary } from './lib/profile.js';
+import {
+  BENCH_SRC,
+  REPO_ROOT,
+  freePort,
+  machineBusyMs,
+  monoMicros,
+  procCpuMs,
+  sleep,
+  spawnChild,
+  type Child,
+} from './lib/proc.js';
 import { machineInfo } from './lib/report.js';
 import type { SubgraphsReady } from './procs/subgraphs.js';
 
@@ -33,26 +53,96 @@ function hardFdLimit(): number {
   }
 }
 
+const PG_INITDB = '/usr/lib/postgresql/15/bin/initdb';
 const fdLimit = hardFdLimit();
 const { values } = parseArgs({
   options: {
-    streams: { type: 'string', default: String(Math.min(10_000, Math.floor((fdLimit - 400) / 2))) },
+    database: {
+      type: 'string',
+      default: process.env['DATABASE_URL'] || existsSync(PG_INITDB) ? 'postgres' : 'pglite',
+    },
+    streams: { type: 'string', default: String(Math.min(10_000, fdLimit - 400)) },
     devices: { type: 'string', default: '200' },
     rate: { type: 'string', default: '1000' },
     seconds: { type: 'string', default: '5' },
     settle: { type: 'string', default: '5' },
+    // Seconds of creating at the first rate before measuring (discarded): JIT, pool connections, the device cache.
+    warmup: { type: 'string', default: '3' },
+    'intents-only': { type: 'boolean', default: false },
+    // 'off' (default, as in earlier runs) or a limit for both buckets, e.g. 100000/s:100000: the limiter's cost
+    // without its refusals.
+    'rate-limits': { type: 'string', default: 'off' },
+    profile: { type: 'boolean', default: false },
   },
 });
-const STREAMS = Number(values.streams);
+const DATABASE = values.database;
+if (DATABASE !== 'postgres' && DATABASE !== 'pglite') {
+  throw new Error(`--database must be postgres or pglite, not ${DATABASE}`);
+}
+const INTENTS_ONLY = values['intents-only'];
 const DEVICES = Number(values.devices);
-const RATE = Number(values.rate);
+const STREAMS = INTENTS_ONLY ? DEVICES : Number(values.streams);
+const RATES = values.rate.split(',').map(Number);
+if (RATES.some((r) => !(r > 0))) throw new Error(`--rate must be positive numbers, comma-separated`);
 const SECONDS = Number(values.seconds);
 const SETTLE_MS = Number(values.settle) * 1000;
+const WARMUP_SECONDS = Number(values.warmup);
 const BASELINE = 100;
+const PROFILE = values.profile;
 
 const runDir = mkdtempSync(join(tmpdir(), 'agentgraph-coord-bench-'));
 const children: Child[] = [];
 const log = (m: string) => process.stderr.write(`[coordination-bench] ${m}\n`);
+
+// --- the database ------------------------------------------------------------------------------------------------
+let clusterDir: string | null = null;
+const provisioned: { db: TestDatabase | null } = { db: null };
+
+async function databaseEnv(): Promise<Record<string, string>> {
+  if (DATABASE === 'pglite') return { DATA_DIR: 'memory://' };
+  let url = process.env['DATABASE_URL'];
+  if (!url) {
+    const out = execFileSync('bash', [join(REPO_ROOT, 'scripts/pg-cluster.sh'), 'start'], {
+      encoding: 'utf8',
+    });
+    url = /DATABASE_URL=(\S+)/.exec(out)?.[1];
+    clusterDir = /PG_CLUSTER_DIR=(\S+)/.exec(out)?.[1] ?? null;
+    if (!url) throw new Error(`scripts/pg-cluster.sh start printed no DATABASE_URL: ${out}`);
+    log(`started a private PostgreSQL cluster (${clusterDir})`);
+  }
+  provisioned.db = await provisionTestDatabase({ DATABASE_URL: url });
+  return provisioned.db.env;
+}
+
+/**
+ * CPU ms of the private cluster's server processes: the postmaster's own and its exited children's (cutime, cstime:
+ * autovacuum workers come and go), plus its live children's; null without a private cluster.
+ */
+function postgresCpuMs(): number | null {
+  if (!clusterDir) return null;
+  try {
+    const postmaster = Number(
+      readFileSync(join(clusterDir, 'data/postmaster.pid'), 'utf8').split('\n', 1)[0],
+    );
+    const stat = readFileSync(`/proc/${postmaster}/stat`, 'utf8');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    // Fields 14-17 of /proc/<pid>/stat (utime, stime, cutime, cstime) are f[11..14], in clock ticks (100/s).
+    let total = ((Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14])) * 1000) / 100;
+    for (const entry of readdirSync('/proc')) {
+      if (!/^\d+$/.test(entry)) continue;
+      try {
+        const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+        const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+        if (ppid === postmaster) total += procCpuMs(Number(entry)) ?? 0;
+      } catch {
+        /* gone */
+      }
+    }
+    return total;
+  } catch {
+    return null;
+  }
+}
 
 interface Memory {
   rss: number;
@@ -71,6 +161,19 @@ async function memoryOf(child: Child): Promise<Memory> {
   const m = await answer;
   if (!m.gc) throw new Error(`${child.name} was started without --expose-gc`);
   return m;
+}
+
+interface DbCounts {
+  transactions: number;
+  statements: number;
+  bySql: Record<string, number>;
+}
+
+/** The subgraphs' database round trips so far (bench/src/procs/subgraphs.ts counts them). */
+async function dbCountsOf(child: Child): Promise<DbCounts> {
+  const answer = child.message<DbCounts>((m) => (m as { type?: string }).type === 'db-counts', 30_000);
+  child.send({ type: 'db-counts' });
+  return answer;
 }
 
 const STREAM_QUERY = 'subscription D { deviceIntents { seq params } }';
@@ -131,13 +234,22 @@ function openStream(
   });
 }
 
+const cpuProf = (name: string) => [`--cpu-prof`, `--cpu-prof-dir=${join(runDir, `cpuprofile-${name}`)}`];
+
+function mainThreadProfile(name: string): string {
+  const dir = join(runDir, `cpuprofile-${name}`);
+  const main = readdirSync(dir).filter((f) => /^CPU\.\d+\.\d+\.\d+\.0\.\d+\.cpuprofile$/.test(f));
+  if (main.length !== 1) throw new Error(`expected one main-thread profile in ${dir}, found ${main.length}`);
+  return join(dir, main[0]!);
+}
+
 async function main() {
   const ports = await Promise.all(Array.from({ length: 6 }, () => freePort()));
   const subgraphs = spawnChild({
     name: 'subgraphs',
     entry: join(BENCH_SRC, 'procs/subgraphs.ts'),
     env: {
-      DATA_DIR: 'memory://',
+      ...(await databaseEnv()),
       HOST: '127.0.0.1',
       IDENTITY_PORT: String(ports[0]),
       MEMORY_PORT: String(ports[1]),
@@ -147,13 +259,13 @@ async function main() {
       LOG_LEVEL: 'warn',
       BENCH_ROOMS: '0',
       BENCH_DEVICES: String(DEVICES),
-      // Measured here: the streams and the fan-out, not the rate limiter (tested in the suite).
-      RATE_LIMIT_INTENT_PRINCIPAL: 'off',
-      RATE_LIMIT_INTENT_TENANT: 'off',
+      // Measured here: the streams and the fan-out; the limiter's refusals are tested in the suite.
+      RATE_LIMIT_INTENT_PRINCIPAL: values['rate-limits'],
+      RATE_LIMIT_INTENT_TENANT: values['rate-limits'],
     },
     logDir: runDir,
     ipc: true,
-    nodeFlags: ['--expose-gc'],
+    nodeFlags: ['--expose-gc', ...(PROFILE ? cpuProf('subgraphs') : [])],
   });
   children.push(subgraphs);
   const sg = await subgraphs.message<SubgraphsReady>(
@@ -177,7 +289,7 @@ async function main() {
     },
     logDir: runDir,
     ipc: true,
-    nodeFlags: ['--expose-gc'],
+    nodeFlags: ['--expose-gc', ...(PROFILE ? cpuProf('gateway') : [])],
   });
   children.push(gateway);
   const gatewayUrl = new URL(`http://127.0.0.1:${ports[5]}`);
@@ -210,105 +322,33 @@ async function main() {
       streams.push(...opened);
     }
   };
-  const t0 = performance.now();
-  await openBatch(BASELINE);
-  await sleep(SETTLE_MS);
-  const base = { gateway: await memoryOf(gateway), subgraphs: await memoryOf(subgraphs) };
-  await openBatch(STREAMS - BASELINE);
-  const openMs = performance.now() - t0;
-  await sleep(SETTLE_MS);
-  const full = { gateway: await memoryOf(gateway), subgraphs: await memoryOf(subgraphs) };
-  const added = STREAMS - BASELINE;
-  // Live memory: heap + external (buffers) after GC; RSS also reported (it includes freed pages not returned).
-  const live = (m: Memory) => m.heapUsed + m.external;
-  const kb = (bytes: number) => Math.round((bytes / 1024 / added) * 10) / 10;
-  const perStream = {
-    gatewayKb: kb(live(full.gateway) - live(base.gateway)),
-    subgraphsKb: kb(live(full.subgraphs) - live(base.subgraphs)),
-    gatewayRssKb: kb(full.gateway.rss - base.gateway.rss),
-    subgraphsRssKb: kb(full.subgraphs.rss - base.subgraphs.rss),
-  };
-  log(`${STREAMS} streams open in ${(openMs / 1000).toFixed(1)} s; per stream ${JSON.stringify(perStream)}`);
-
-  // --- 2. create-to-received latency at RATE/s ----------------------------------------------------------------
-  const ownerToken = sg.token;
-  const sent = new Map<number, number>();
-  const total = RATE * SECONDS;
-  const errors: string[] = [];
-  const createAgent = new http.Agent({ keepAlive: true, maxSockets: 64 });
-  const create = (n: number) =>
-    new Promise<void>((resolve) => {
-      const device = devices[n % devices.length]!;
-      const body = JSON.stringify({
-        query:
-          'mutation C($i: CreateIntentInput!, $k: ID!) { createIntent(input: $i, idempotencyKey: $k) { intent { seq } } }',
-        variables: {
-          i: { deviceId: device.id, action: 'bench', params: JSON.stringify({ n }), expiresInSeconds: 600 },
-          k: `bench-${n}-${process.pid}`,
-        },
-      });
-      sent.set(n, performance.now());
-      const req = http.request(
-        {
-          host: gatewayUrl.hostname,
-          port: gatewayUrl.port,
-          path: '/graphql',
-          method: 'POST',
-          agent: createAgent,
-          headers: {
-            'content-type': 'application/json',
-            authorization: `Bearer ${ownerToken}`,
-            'content-length': Buffer.byteLength(body),
-          },
-        },
-        (res) => {
-          let text = '';
-          res.setEncoding('utf8');
-          res.on('data', (c: string) => (text += c));
-          res.on('end', () => {
-            if (res.statusCode !== 200 || text.includes('"errors"')) errors.push(text.slice(0, 300));
-            resolve();
-          });
-        },
-      );
-      req.on('error', (e) => {
-        errors.push(String(e));
-        resolve();
-      });
-      req.end(body);
-    });
-  const pending: Promise<void>[] = [];
-  const start = performance.now();
-  for (let n = 1; n <= total; n++) {
-    const due = start + ((n - 1) * 1000) / RATE;
-    const wait = due - performance.now();
-    if (wait > 1) await sleep(wait);
-    pending.push(create(n));
-  }
-  await Promise.all(pending);
-  const createdMs = performance.now() - start;
-  // Let the last deliveries arrive: until all are in, or nothing new came for 20 s.
-  for (let idle = 0, seen = received.size; received.size < total - errors.length && idle < 200;) {
-    await sleep(100);
-    if (received.size === seen) idle++;
-    else [idle, seen] = [0, received.size];
-  }
-  const latencies: number[] = [];
-  for (const [n, at] of sent) {
-    const got = received.get(n);
-    if (got !== undefined) latencies.push(got - at);
-  }
-  latencies.sort((a, b) => a - b);
-  const q = (p: number) =>
-    Math.round((latencies[Math.min(latencies.length - 1, Math.floor(p * latencies.length))] ?? NaN) * 10) /
-    10;
-
-  const result = {
-    bench: 'coordination-streams',
-    machine: machineInfo(),
-    database: process.env['DATABASE_URL'] ? 'postgres' : 'pglite',
-    fdHardLimit: fdLimit,
-    idleStreams: {
+  let idleStreams: Record<string, unknown> | null = null;
+  if (INTENTS_ONLY) {
+    await openBatch(STREAMS);
+    log(`${STREAMS} streams open (one per device; --intents-only)`);
+  } else {
+    const t0 = performance.now();
+    await openBatch(BASELINE);
+    await sleep(SETTLE_MS);
+    const base = { gateway: await memoryOf(gateway), subgraphs: await memoryOf(subgraphs) };
+    await openBatch(STREAMS - BASELINE);
+    const openMs = performance.now() - t0;
+    await sleep(SETTLE_MS);
+    const full = { gateway: await memoryOf(gateway), subgraphs: await memoryOf(subgraphs) };
+    const added = STREAMS - BASELINE;
+    // Live memory: heap + external (buffers) after GC; RSS also reported (it includes freed pages not returned).
+    const live = (m: Memory) => m.heapUsed + m.external;
+    const kb = (bytes: number) => Math.round((bytes / 1024 / added) * 10) / 10;
+    const perStream = {
+      gatewayKb: kb(live(full.gateway) - live(base.gateway)),
+      subgraphsKb: kb(live(full.subgraphs) - live(base.subgraphs)),
+      gatewayRssKb: kb(full.gateway.rss - base.gateway.rss),
+      subgraphsRssKb: kb(full.subgraphs.rss - base.subgraphs.rss),
+    };
+    log(
+      `${STREAMS} streams open in ${(openMs / 1000).toFixed(1)} s; per stream ${JSON.stringify(perStream)}`,
+    );
+    idleStreams = {
       streams: STREAMS,
       target: 10_000,
       devices: DEVICES,
@@ -322,26 +362,278 @@ async function main() {
         subgraphsRss: perStream.subgraphsRssKb,
       },
       targetPerStreamKb: 20,
-    },
-    latency: {
-      targetRatePerSecond: RATE,
-      seconds: SECONDS,
-      created: total - errors.length,
+    };
+  }
+
+  // --- 2. create-to-received latency at each rate --------------------------------------------------------------
+  const ownerToken = sg.token;
+  const createAgent = new http.Agent({ keepAlive: true, maxSockets: 64 });
+  let nextN = 1;
+  let background: { subgraphs: number | null; gateway: number | null; postgres: number | null } = {
+    subgraphs: null,
+    gateway: null,
+    postgres: null,
+  };
+  const windows: { rate: number; fromUs: number; toUs: number }[] = [];
+
+  async function measure(rate: number, seconds = SECONDS) {
+    const sent = new Map<number, number>();
+    const answered = new Map<number, number>();
+    const total = Math.round(rate * seconds);
+    const errors: string[] = [];
+    const create = (n: number) =>
+      new Promise<void>((resolve) => {
+        const device = devices[n % devices.length]!;
+        const body = JSON.stringify({
+          query:
+            'mutation C($i: CreateIntentInput!, $k: ID!) { createIntent(input: $i, idempotencyKey: $k) { intent { seq } } }',
+          variables: {
+            i: { deviceId: device.id, action: 'bench', params: JSON.stringify({ n }), expiresInSeconds: 600 },
+            k: `bench-${n}-${process.pid}`,
+          },
+        });
+        sent.set(n, performance.now());
+        const req = http.request(
+          {
+            host: gatewayUrl.hostname,
+            port: gatewayUrl.port,
+            path: '/graphql',
+            method: 'POST',
+            agent: createAgent,
+            headers: {
+              'content-type': 'application/json',
+              authorization: `Bearer ${ownerToken}`,
+              'content-length': Buffer.byteLength(body),
+            },
+          },
+          (res) => {
+            let text = '';
+            res.setEncoding('utf8');
+            res.on('data', (c: string) => (text += c));
+            res.on('end', () => {
+              answered.set(n, performance.now());
+              if (res.statusCode !== 200 || text.includes('"errors"')) errors.push(text.slice(0, 300));
+              resolve();
+            });
+          },
+        );
+        req.on('error', (e) => {
+          errors.push(String(e));
+          resolve();
+        });
+        req.end(body);
+      });
+    const first = nextN;
+    nextN += total;
+    const dbBefore = await dbCountsOf(subgraphs);
+    const cpuBefore = {
+      subgraphs: subgraphs.cpuMs(),
+      gateway: gateway.cpuMs(),
+      bench: process.cpuUsage(),
+      postgres: postgresCpuMs(),
+      machine: machineBusyMs(),
+    };
+    const fromUs = monoMicros();
+    const pending: Promise<void>[] = [];
+    const start = performance.now();
+    for (let i = 0; i < total; i++) {
+      const due = start + (i * 1000) / rate;
+      const wait = due - performance.now();
+      if (wait > 1) await sleep(wait);
+      pending.push(create(first + i));
+    }
+    await Promise.all(pending);
+    const createdMs = performance.now() - start;
+    // Let the last deliveries arrive: until all are in, or nothing new came for 20 s.
+    const delivered = () => {
+      let c = 0;
+      for (const n of sent.keys()) if (received.has(n)) c++;
+      return c;
+    };
+    for (let idle = 0, seen = delivered(); seen < total - errors.length && idle < 200;) {
+      await sleep(100);
+      const now = delivered();
+      if (now === seen) idle++;
+      else [idle, seen] = [0, now];
+    }
+    const toUs = monoMicros();
+    const cpuAfter = {
+      subgraphs: subgraphs.cpuMs(),
+      gateway: gateway.cpuMs(),
+      bench: process.cpuUsage(cpuBefore.bench),
+      postgres: postgresCpuMs(),
+      machine: machineBusyMs(),
+    };
+    const dbAfter = await dbCountsOf(subgraphs);
+    windows.push({ rate, fromUs, toUs });
+    const latencies: number[] = [];
+    let lastReceived = start;
+    for (const [n, at] of sent) {
+      const got = received.get(n);
+      if (got !== undefined) {
+        latencies.push(got - at);
+        lastReceived = Math.max(lastReceived, got);
+      }
+    }
+    latencies.sort((a, b) => a - b);
+    const quantile = (sorted: number[], p: number) =>
+      Math.round((sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))] ?? NaN) * 10) / 10;
+    const q = (p: number) => quantile(latencies, p);
+    // The create request alone (sent → answered), to tell the creating path from the streaming path.
+    const responses = [...answered].map(([n, at]) => at - sent.get(n)!).sort((a, b) => a - b);
+    const created = total - errors.length;
+    const perIntent = (ms: number | null | undefined, base: number | null | undefined) =>
+      ms == null || base == null || created === 0 ? null : Math.round(((ms - base) * 1000) / created);
+    const benchMs = (cpuAfter.bench.user + cpuAfter.bench.system) / 1000;
+    const machineMs =
+      cpuAfter.machine == null || cpuBefore.machine == null ? null : cpuAfter.machine - cpuBefore.machine;
+    const ownMs =
+      (cpuAfter.subgraphs ?? 0) -
+      (cpuBefore.subgraphs ?? 0) +
+      ((cpuAfter.gateway ?? 0) - (cpuBefore.gateway ?? 0)) +
+      benchMs +
+      ((cpuAfter.postgres ?? 0) - (cpuBefore.postgres ?? 0));
+    const windowMs = (toUs - fromUs) / 1000;
+    const net = (after: number | null, before: number | null, cores: number | null) =>
+      after == null || before == null || cores == null || created === 0
+        ? null
+        : Math.round(((after - before - cores * windowMs) * 1000) / created);
+    const bySql: Record<string, number> = {};
+    for (const [sql, count] of Object.entries(dbAfter.bySql)) {
+      const d = count - (dbBefore.bySql[sql] ?? 0);
+      if (d > 0 && created > 0) bySql[sql] = Math.round((d / created) * 100) / 100;
+    }
+    const result = {
+      targetRatePerSecond: rate,
+      seconds,
+      created,
+      // Creates sent per second of sending (the schedule), and creates answered per second until the last answer.
       achievedRatePerSecond: Math.round((total / createdMs) * 1000),
+      deliveredPerSecond: Math.round((latencies.length / (lastReceived - start)) * 1000),
       errors: errors.length,
       firstError: errors[0] ?? null,
       delivered: latencies.length,
       createToReceivedMs: { p50: q(0.5), p90: q(0.9), p99: q(0.99), max: latencies.at(-1) ?? null },
+      createResponseMs: {
+        p50: quantile(responses, 0.5),
+        p90: quantile(responses, 0.9),
+        p99: quantile(responses, 0.99),
+        max: responses.at(-1) ?? null,
+      },
       targetP99Ms: 100,
       openStreamsDuringRun: streams.length,
-    },
+      cpuUsPerIntent: {
+        subgraphs: perIntent(cpuAfter.subgraphs, cpuBefore.subgraphs),
+        gateway: perIntent(cpuAfter.gateway, cpuBefore.gateway),
+        benchClient: perIntent(benchMs, 0),
+        postgres: perIntent(cpuAfter.postgres, cpuBefore.postgres),
+        others: machineMs == null ? null : perIntent(Math.max(0, machineMs - ownMs), 0),
+      },
+      // The same net of each process's background use (measured with no intents before the first rate).
+      netCpuUsPerIntent: {
+        subgraphs: net(cpuAfter.subgraphs, cpuBefore.subgraphs, background.subgraphs),
+        gateway: net(cpuAfter.gateway, cpuBefore.gateway, background.gateway),
+        postgres: net(cpuAfter.postgres, cpuBefore.postgres, background.postgres),
+      },
+      // Cores each process used over the window (1 = one full core).
+      coresUsed: {
+        windowMs: Math.round(windowMs),
+        subgraphs:
+          Math.round((((cpuAfter.subgraphs ?? 0) - (cpuBefore.subgraphs ?? 0)) / windowMs) * 100) / 100,
+        gateway: Math.round((((cpuAfter.gateway ?? 0) - (cpuBefore.gateway ?? 0)) / windowMs) * 100) / 100,
+        benchClient: Math.round((benchMs / windowMs) * 100) / 100,
+        postgres:
+          cpuAfter.postgres == null || cpuBefore.postgres == null
+            ? null
+            : Math.round(((cpuAfter.postgres - cpuBefore.postgres) / windowMs) * 100) / 100,
+        others:
+          machineMs == null ? null : Math.round((Math.max(0, machineMs - ownMs) / windowMs) * 100) / 100,
+      },
+      db: {
+        statementsPerIntent: created
+          ? Math.round(((dbAfter.statements - dbBefore.statements) / created) * 10) / 10
+          : null,
+        transactionsPerIntent: created
+          ? Math.round(((dbAfter.transactions - dbBefore.transactions) / created) * 10) / 10
+          : null,
+        bySql,
+      },
+    };
+    log(
+      `rate ${rate}/s: achieved ${result.achievedRatePerSecond}/s, delivered ${result.deliveredPerSecond}/s, ` +
+        `p50 ${result.createToReceivedMs.p50} ms, p99 ${result.createToReceivedMs.p99} ms ` +
+        `(create answered p50 ${result.createResponseMs.p50} ms, p99 ${result.createResponseMs.p99} ms), errors ${errors.length}; ` +
+        `cores ${JSON.stringify(result.coresUsed)}; db stmts/intent ${result.db.statementsPerIntent}`,
+    );
+    return result;
+  }
+
+  // Background: what each process uses with the streams open and no intents (timers, sweepers, keep-alives), so
+  // the CPU per intent can be given net of it.
+  const idleBefore = { subgraphs: subgraphs.cpuMs(), gateway: gateway.cpuMs(), postgres: postgresCpuMs() };
+  const idleStart = performance.now();
+  await sleep(5000);
+  const idleMs = performance.now() - idleStart;
+  const coresOf = (a: number | null, b: number | null) =>
+    a == null || b == null ? null : Math.round(((b - a) / idleMs) * 1000) / 1000;
+  background = {
+    subgraphs: coresOf(idleBefore.subgraphs, subgraphs.cpuMs()),
+    gateway: coresOf(idleBefore.gateway, gateway.cpuMs()),
+    postgres: coresOf(idleBefore.postgres, postgresCpuMs()),
+  };
+  log(`background (no intents), cores: ${JSON.stringify(background)}`);
+
+  if (WARMUP_SECONDS > 0) {
+    log(`warm-up: ${WARMUP_SECONDS} s at ${RATES[0]}/s (discarded)`);
+    await measure(RATES[0]!, WARMUP_SECONDS);
+    await sleep(1000);
+  }
+  const latency = [];
+  for (const rate of RATES) {
+    latency.push(await measure(rate));
+    await sleep(1000);
+  }
+  for (const s of streams) s.close();
+
+  let profiles: Record<string, ProfileSummary> | null = null;
+  if (PROFILE) {
+    await Promise.all([gateway.stop(30_000), subgraphs.stop(30_000)]);
+    profiles = {};
+    for (const w of windows) {
+      for (const name of ['subgraphs', 'gateway']) {
+        try {
+          const s = summarizeProfile(mainThreadProfile(name), w);
+          profiles[`${name}@${w.rate}`] = s;
+          process.stderr.write(formatProfile(`${name} process at ${w.rate} intents/s`, s) + '\n');
+        } catch (err) {
+          log(`no ${name} profile: ${(err as Error).message}`);
+        }
+      }
+    }
+  }
+
+  const result = {
+    bench: 'coordination-streams',
+    machine: machineInfo(),
+    database: DATABASE,
+    rateLimits: values['rate-limits'],
+    fdHardLimit: fdLimit,
+    runDir,
+    idleStreams,
+    backgroundCores: background,
+    // One entry per --rate; `latency` alone when there was one rate (the shape earlier runs had).
+    latency: latency.length === 1 ? latency[0] : latency,
+    ...(profiles ? { profiles } : {}),
   };
   console.log(JSON.stringify(result, null, 2));
-  for (const s of streams) s.close();
 }
 
 try {
   await main();
 } finally {
   for (const c of children.reverse()) await c.stop(10_000).catch(() => undefined);
+  await provisioned.db?.drop().catch(() => undefined);
+  if (clusterDir) {
+    execFileSync('bash', [join(REPO_ROOT, 'scripts/pg-cluster.sh'), 'stop', clusterDir], { stdio: 'ignore' });
+  }
 }

@@ -39,6 +39,11 @@ export interface SequencedStreamOptions<T> {
   routeKey: string;
   /** Items with seq > after, in seq order, at most `limit`, read in the caller's tenant transaction. */
   read(tx: Queryable, after: number, limit: number): Promise<T[]>;
+  /**
+   * Optional: the same read as one statement outside a transaction that sets the caller's tenant for RLS itself
+   * (e.g. a function calling set_config): one round trip per wake-up instead of three (BEGIN, read, COMMIT).
+   */
+  readOnce?(db: Queryable, after: number, limit: number): Promise<T[]>;
   seqOf(item: T): number;
   /** Yield items with seq greater than this. */
   afterSeq: number;
@@ -87,7 +92,9 @@ export async function* sequencedStream<T>(
       dirty = false;
       for (;;) {
         const from = last;
-        const page = await withTenant(db, auth, (tx) => opts.read(tx, from, pageSize));
+        const page = opts.readOnce
+          ? await opts.readOnce(db, from, pageSize)
+          : await withTenant(db, auth, (tx) => opts.read(tx, from, pageSize));
         for (const item of page) {
           if (signal.aborted) return;
           const seq = opts.seqOf(item);

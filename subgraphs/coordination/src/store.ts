@@ -77,9 +77,10 @@ export async function roomsPage(
 }
 
 /**
- * Appends a message: takes the room's row lock by incrementing last_seq (so concurrent writers to one room queue
- * here and get consecutive numbers), inserts the row, and queues the notification, which PostgreSQL delivers
- * only when this transaction commits. Returns null when the room is not visible in this tenant.
+ * Appends a message in one statement: takes the room's row lock by incrementing last_seq (so concurrent writers to
+ * one room queue here and get consecutive numbers), inserts the row with that seq, and queues the notification
+ * ({tenantId, roomId, seq}), which PostgreSQL delivers only when this transaction commits. Returns null when the
+ * room is not visible in this tenant (nothing is written then).
  */
 export async function appendMessage(
   tx: Queryable,
@@ -88,20 +89,21 @@ export async function appendMessage(
   author: string,
   body: string,
 ): Promise<MessageModel | null> {
-  const seq = await tx.query<{ last_seq: number }>(
-    'UPDATE coordination.rooms SET last_seq = last_seq + 1 WHERE id = $1 RETURNING last_seq',
-    [roomId],
-  );
-  if (!seq.rows[0]) return null;
-  const next = Number(seq.rows[0].last_seq);
   const r = await tx.query<MessageRow>(
-    `INSERT INTO coordination.messages (tenant_id, room_id, seq, body, author)
-     VALUES ($1, $2, $3, $4, $5) RETURNING ${MESSAGE_COLUMNS}`,
-    [tenantId, roomId, next, body, author],
+    `WITH s AS (
+       UPDATE coordination.rooms SET last_seq = last_seq + 1 WHERE id = $2 RETURNING id, last_seq
+     ),
+     m AS (
+       INSERT INTO coordination.messages (tenant_id, room_id, seq, body, author)
+       SELECT $1::uuid, s.id, s.last_seq, $3::text, $4::text FROM s RETURNING ${MESSAGE_COLUMNS}
+     )
+     SELECT ${MESSAGE_COLUMNS},
+            pg_notify($5, json_build_object('tenantId', $1::uuid, 'roomId', m.room_id, 'seq', m.seq)::text)::text
+              AS notified
+       FROM m`,
+    [tenantId, roomId, body, author, MESSAGES_CHANNEL],
   );
-  const note: MessageNotification = { tenantId, roomId, seq: next };
-  await tx.query('SELECT pg_notify($1, $2)', [MESSAGES_CHANNEL, JSON.stringify(note)]);
-  return toMessage(r.rows[0]!);
+  return r.rows[0] ? toMessage(r.rows[0]) : null;
 }
 
 export async function messageById(tx: Queryable, id: string): Promise<MessageModel | null> {

@@ -17,7 +17,6 @@ import {
   type SubgraphContext,
 } from '@agentgraph/runtime';
 import { auditOriginOf, requestOriginOf } from '../audit-origin.js';
-import { isStopped } from '../emergency/store.js';
 import { emergencyStopError } from '../emergency/watch.js';
 import type { Resolvers } from '../generated/resolvers.js';
 import { takeRateToken } from '../limits/rate-limiter.js';
@@ -44,6 +43,7 @@ import {
   eventsAfter,
   insertIntent,
   intentsAfter,
+  intentsAfterOnce,
   intentsById,
   lastIntentSeq,
   rememberReport,
@@ -54,10 +54,6 @@ import { seqKey } from '../seq-cursor.js';
 export interface IntentResolverDeps {
   now: () => Date;
   devices: DeviceDirectory;
-}
-
-function emergencyRefusal(stopped: { global: boolean } | null): void {
-  if (stopped) throw emergencyStopError(stopped.global);
 }
 
 type IntentResolvers = Pick<
@@ -172,12 +168,11 @@ export function createIntentResolvers(deps: IntentResolverDeps): IntentResolvers
         const key = await activeIntentKey(ctx.db, deps.now().getTime());
         const origin = auditOriginOf(ctx, auth);
         return idempotentMutation(ctx, 'Mutation.createIntent', normalized, async (tx, a) => {
-          // In the transaction that creates it: a stop engaged before this commits wins.
-          emergencyRefusal(await isStopped(tx));
           const createdAt = deps.now();
           const expiresAt = new Date(createdAt.getTime() + expiresIn * 1000);
           const id = randomUUID();
-          const intent = await insertIntent(tx, {
+          // insertIntent checks the emergency stops in the creating transaction (with the seq, one round trip).
+          const created = await insertIntent(tx, {
             tenantId: a.tenantId,
             id,
             deviceId,
@@ -202,7 +197,8 @@ export function createIntentResolvers(deps: IntentResolverDeps): IntentResolvers
                 expiresAt,
               }),
           });
-          return { intent };
+          if ('stopped' in created) throw emergencyStopError(created.stopped.global);
+          return { intent: created };
         });
       },
 
@@ -304,6 +300,7 @@ export function createIntentResolvers(deps: IntentResolverDeps): IntentResolvers
             router: intentRouter,
             routeKey: `device:${auth.tenantId}:${deviceId}`,
             read: (tx, after, limit) => intentsAfter(tx, deviceId, after, limit),
+            readOnce: (db, after, limit) => intentsAfterOnce(db, auth, deviceId, after, limit),
             seqOf: (i) => i.seq,
             afterSeq,
             logFields: { deviceId },

@@ -3,7 +3,7 @@
  * `transition` is the only writer of an intent's state: it asks the state machine (machine.ts), then records the
  * event, the outbox row and the NOTIFY in the same transaction as the change.
  */
-import { AppError, notFound, type Queryable } from '@agentgraph/runtime';
+import { AppError, notFound, type AuthContext, type Queryable } from '@agentgraph/runtime';
 import type { AuditOrigin } from '../emergency/models.js';
 import { checkTransition, type IntentState, type TransitionSource } from './machine.js';
 import {
@@ -28,32 +28,48 @@ export interface IntentNotification {
   n: number;
 }
 
-async function recordEvent(
-  tx: Queryable,
-  intent: IntentModel,
+/**
+ * The CTEs that record state change `n` of an intent in the statement that makes it: the event row (audit) and the
+ * outbox row. `$1` tenant, `$2` intent, `$3` device, `$4` n, `$5` state, `$6` at, `$7` actor, `$8` reason, `$9`
+ * origin (JSON text); the caller's statement adds `pg_notify` (delivered on commit). One round trip instead of four.
+ */
+const RECORD_EVENT_CTES = `
+  e AS (
+    INSERT INTO coordination.intent_events (tenant_id, intent_id, n, state, at, actor, reason, origin)
+    VALUES ($1, $2, $4, $5, $6, $7, $8, $9::text::jsonb)
+  ),
+  o AS (
+    INSERT INTO coordination.intent_outbox (tenant_id, intent_id, device_id, n, state) VALUES ($1, $2, $3, $4, $5)
+  )`;
+
+function eventParams(
+  intent: { tenantId: string; id: string; deviceId: string },
   n: number,
   state: IntentState,
   at: Date,
   actor: string,
   reason: string | null,
   origin: AuditOrigin,
-): Promise<void> {
-  await tx.query(
-    `INSERT INTO coordination.intent_events (tenant_id, intent_id, n, state, at, actor, reason, origin)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8::text::jsonb)`,
-    [intent.tenantId, intent.id, n, state, at.toISOString(), actor, reason, JSON.stringify(origin)],
-  );
-  await tx.query(
-    `INSERT INTO coordination.intent_outbox (tenant_id, intent_id, device_id, n, state) VALUES ($1, $2, $3, $4, $5)`,
-    [intent.tenantId, intent.id, intent.deviceId, n, state],
-  );
+): unknown[] {
   const note: IntentNotification = {
     tenantId: intent.tenantId,
     deviceId: intent.deviceId,
     intentId: intent.id,
     n,
   };
-  await tx.query('SELECT pg_notify($1, $2)', [INTENTS_CHANNEL, JSON.stringify(note)]);
+  return [
+    intent.tenantId,
+    intent.id,
+    intent.deviceId,
+    n,
+    state,
+    at.toISOString(),
+    actor,
+    reason,
+    JSON.stringify(origin),
+    INTENTS_CHANNEL,
+    JSON.stringify(note),
+  ];
 }
 
 export interface NewIntent {
@@ -72,39 +88,53 @@ export interface NewIntent {
   sign(seq: number): Promise<string>;
 }
 
+/** Why an intent was not created: an emergency stop (the tenant's, or the deployment-wide one) is engaged. */
+export interface IntentRefusal {
+  stopped: { global: boolean };
+}
+
 /**
  * Numbers the intent with the device's next seq (the counter row's lock queues creators for one device, so
- * intents commit in seq order), signs it, stores it QUEUED and records the creation event.
+ * intents commit in seq order), signs it, stores it QUEUED and records the creation event, outbox row and NOTIFY.
+ * Refused (nothing written, no seq taken) while an emergency stop visible to the tenant is engaged: checked in the
+ * statement that takes the seq, so in the creating transaction. Two round trips: number, then store.
  */
-export async function insertIntent(tx: Queryable, i: NewIntent): Promise<IntentModel> {
-  const seq = await tx.query<{ last_seq: number }>(
-    `INSERT INTO coordination.device_intent_seqs AS s (tenant_id, device_id, last_seq) VALUES ($1, $2, 1)
-     ON CONFLICT (tenant_id, device_id) DO UPDATE SET last_seq = s.last_seq + 1 RETURNING s.last_seq`,
+export async function insertIntent(tx: Queryable, i: NewIntent): Promise<IntentModel | IntentRefusal> {
+  const numbered = await tx.query<{ stops: number; global: boolean | null; last_seq: number | null }>(
+    `WITH stop AS (
+       SELECT count(*)::int AS stops, bool_or(tenant_id IS NULL) AS global
+         FROM coordination.emergency_stops WHERE lifted_at IS NULL
+     ),
+     s AS (
+       INSERT INTO coordination.device_intent_seqs AS s (tenant_id, device_id, last_seq)
+       SELECT $1::uuid, $2::uuid, 1 FROM stop WHERE stop.stops = 0
+       ON CONFLICT (tenant_id, device_id) DO UPDATE SET last_seq = s.last_seq + 1 RETURNING s.last_seq
+     )
+     SELECT stop.stops, stop.global, (SELECT last_seq FROM s) AS last_seq FROM stop`,
     [i.tenantId, i.deviceId],
   );
-  const next = Number(seq.rows[0]!.last_seq);
+  const row = numbered.rows[0]!;
+  if (Number(row.stops) > 0 || row.last_seq === null) return { stopped: { global: row.global === true } };
+  const next = Number(row.last_seq);
   const jws = await i.sign(next);
   const r = await tx.query<IntentRow>(
-    `INSERT INTO coordination.intents
-       (tenant_id, id, device_id, seq, requester, action, params, created_at, expires_at, execution_timeout_seconds, jws)
-     VALUES ($1, $2, $3, $4, $5, $6, $7::text::jsonb, $8, $9, $10, $11) RETURNING ${INTENT_COLUMNS}`,
+    `WITH i AS (
+       INSERT INTO coordination.intents
+         (tenant_id, id, device_id, seq, requester, action, params, created_at, expires_at, execution_timeout_seconds, jws)
+       VALUES ($1, $2, $3, $12, $7, $13, $14::text::jsonb, $6, $15, $16, $17) RETURNING ${INTENT_COLUMNS}
+     ),${RECORD_EVENT_CTES}
+     SELECT ${INTENT_COLUMNS}, pg_notify($10, $11)::text AS notified FROM i`,
     [
-      i.tenantId,
-      i.id,
-      i.deviceId,
+      ...eventParams(i, 1, 'QUEUED', i.createdAt, i.requester, null, i.origin),
       next,
-      i.requester,
       i.action,
       JSON.stringify(i.params),
-      i.createdAt.toISOString(),
       i.expiresAt.toISOString(),
       i.executionTimeoutSeconds,
       jws,
     ],
   );
-  const intent = toIntent(r.rows[0]!);
-  await recordEvent(tx, intent, 1, 'QUEUED', i.createdAt, i.requester, null, i.origin);
-  return intent;
+  return toIntent(r.rows[0]!);
 }
 
 export interface TransitionRequest {
@@ -144,15 +174,21 @@ export async function transition(tx: Queryable, req: TransitionRequest): Promise
   }
   const deadline =
     req.to === 'EXECUTING' ? new Date(req.at.getTime() + current.executionTimeoutSeconds * 1000) : null;
+  // The row is locked: the change is state change number version + 1, recorded in the same statement.
+  const n = current.version + 1;
   const u = await tx.query<IntentRow>(
-    `UPDATE coordination.intents
-        SET state = $2, version = version + 1, execution_deadline = COALESCE($3::timestamptz, execution_deadline)
-      WHERE id = $1 RETURNING ${INTENT_COLUMNS}`,
-    [current.id, req.to, deadline?.toISOString() ?? null],
+    `WITH u AS (
+       UPDATE coordination.intents
+          SET state = $5, version = $4, execution_deadline = COALESCE($12::timestamptz, execution_deadline)
+        WHERE id = $2 RETURNING ${INTENT_COLUMNS}
+     ),${RECORD_EVENT_CTES}
+     SELECT ${INTENT_COLUMNS}, pg_notify($10, $11)::text AS notified FROM u`,
+    [
+      ...eventParams(current, n, req.to, req.at, req.actor, req.reason ?? null, req.origin ?? {}),
+      deadline?.toISOString() ?? null,
+    ],
   );
-  const next = toIntent(u.rows[0]!);
-  await recordEvent(tx, next, next.version, req.to, req.at, req.actor, req.reason ?? null, req.origin ?? {});
-  return next;
+  return toIntent(u.rows[0]!);
 }
 
 export async function intentsById(tx: Queryable, ids: readonly string[]): Promise<Map<string, IntentModel>> {
@@ -174,6 +210,24 @@ export async function intentsAfter(
   const r = await tx.query<IntentRow>(
     `SELECT ${INTENT_COLUMNS} FROM coordination.intents WHERE device_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`,
     [deviceId, afterSeq, limit],
+  );
+  return r.rows.map(toIntent);
+}
+
+/**
+ * The same as `intentsAfter` in one statement outside any transaction (coordination.device_intents_as sets the
+ * tenant for RLS itself): the device stream's read on every notification. Never call it inside a transaction.
+ */
+export async function intentsAfterOnce(
+  db: Queryable,
+  auth: Pick<AuthContext, 'tenantId' | 'principalId'>,
+  deviceId: string,
+  afterSeq: number,
+  limit: number,
+): Promise<IntentModel[]> {
+  const r = await db.query<IntentRow>(
+    `SELECT ${INTENT_COLUMNS} FROM coordination.device_intents_as($1, $2, $3, $4, $5)`,
+    [auth.tenantId, auth.principalId, deviceId, afterSeq, limit],
   );
   return r.rows.map(toIntent);
 }
