@@ -9,7 +9,6 @@
 import { randomUUID } from 'node:crypto';
 import {
   AgentGraph,
-  AgentGraphError,
   discover,
   pollDeviceToken,
   startDeviceAuthorization,
@@ -20,12 +19,12 @@ import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { goodPackage, manifest, zip } from '../../../subgraphs/catalog/test/packages.js';
 import {
+  errorCodeOf,
   expectAccessible,
   screenshot,
   signIn,
   startConsoleBed,
   type ConsoleBed,
-  type ConsoleUser,
 } from './harness.js';
 
 let bed: ConsoleBed;
@@ -38,24 +37,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await bed?.close();
 });
-
-async function apiFor(user: ConsoleUser): Promise<AgentGraph> {
-  const token = await bed.tokenFor(user);
-  return new AgentGraph({
-    baseUrl: `${bed.url}/graphql`,
-    tokenProvider: { getToken: async () => token, refresh: async () => token },
-    privacyPolicy: { allow: ['PUBLIC', 'INTERNAL', 'PERSONAL'] },
-  });
-}
-
-async function codeOf(call: Promise<unknown>): Promise<string> {
-  const err = await call.then(
-    () => null,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(AgentGraphError);
-  return (err as AgentGraphError).code;
-}
 
 const visible = (page: Page, text: string | RegExp) => () => page.getByText(text).first().isVisible();
 
@@ -130,8 +111,8 @@ describe('console catalog, members and emergency stop', () => {
     await expectAccessible(uma);
     await screenshot(uma, 'catalog-review-refused');
     // The refusal is the server's, not the page's: Uma's own token is refused through the API too.
-    const umaApi = await apiFor(bed.uploader);
-    expect(await codeOf(umaApi.approveRelease({ releaseId }))).toBe('FORBIDDEN');
+    const umaApi = await bed.sdkFor(bed.uploader);
+    expect(await errorCodeOf(umaApi.approveRelease({ releaseId }))).toBe('FORBIDDEN');
     expect((await umaApi.release({ id: releaseId })).data.release?.state).toBe('IN_REVIEW');
 
     // Ada (OWNER) approves from the review queue.
@@ -153,7 +134,7 @@ describe('console catalog, members and emergency stop', () => {
     await expect.poll(() => ada.getByRole('button', { name: 'Promote to stable' }).count()).toBe(1);
     await expectAccessible(ada);
     await screenshot(ada, 'catalog-channels');
-    const adaApi = await apiFor(bed.owner);
+    const adaApi = await bed.sdkFor(bed.owner);
     expect((await adaApi.release({ id: releaseId })).data.release).toMatchObject({
       state: 'APPROVED',
       channel: 'BETA',
@@ -194,11 +175,7 @@ describe('console catalog, members and emergency stop', () => {
 
   it("refuses an admin's approval of their own upload (separation of duties)", async () => {
     // Ada uploads 1.1.0 herself, with the SDK's uploadPackage through the gateway.
-    const token = await bed.tokenFor(bed.owner);
-    const client = new AgentGraph({
-      baseUrl: `${bed.url}/graphql`,
-      tokenProvider: { getToken: async () => token, refresh: async () => token },
-    });
+    const client = await bed.sdkFor(bed.owner);
     const uploaded = await uploadPackage(client.client, {
       plugin: 'web-search',
       version: '1.1.0',
@@ -258,7 +235,7 @@ describe('console catalog, members and emergency stop', () => {
     await change('VIEWER');
     await expectAccessible(ada);
     await screenshot(ada, 'members-role-changed');
-    const adaApi = await apiFor(bed.owner);
+    const adaApi = await bed.sdkFor(bed.owner);
     const roleOfUma = async () =>
       (await adaApi.members({ first: 50 })).data.tenant.members.edges.find(
         (e) => e.node.user.email === 'uma@acme.test',
@@ -270,17 +247,10 @@ describe('console catalog, members and emergency stop', () => {
     // Uma (PUBLISHER) may see the members but not change them: the server's FORBIDDEN is shown.
     // The demotion revoked Uma's tokens issued until then (to the second): wait until a fresh token of hers passes.
     await expect
-      .poll(
-        async () =>
-          (await apiFor(bed.uploader)).viewer().then(
-            () => 'ok',
-            (e: AgentGraphError) => e.code,
-          ),
-        {
-          timeout: 10_000,
-        },
-      )
-      .toBe('ok');
+      .poll(async () => errorCodeOf((await bed.sdkFor(bed.uploader)).viewer()), {
+        timeout: 10_000,
+      })
+      .toBe('no error');
     await uma.goto(`${bed.url}/members`);
     await expect
       .poll(() => uma.getByRole('button', { name: 'Change role of Ada Owner' }).count(), {
@@ -296,7 +266,7 @@ describe('console catalog, members and emergency stop', () => {
   }, 120_000);
 
   it('engages the emergency stop with a reason (intents refused) and lifts it', async () => {
-    const adaApi = await apiFor(bed.owner);
+    const adaApi = await bed.sdkFor(bed.owner);
     // A desktop enrolled by the device grant, with remote actions on: the target of the intents below.
     const endpoints = await discover(bed.identityUrl);
     const key = await generateKeyPair('ES256', { extractable: true });
@@ -344,7 +314,7 @@ describe('console catalog, members and emergency stop', () => {
     expect(await ada.getByText('runaway agent on the front desk').isVisible()).toBe(true);
     await expectAccessible(ada);
     await screenshot(ada, 'emergency-engaged');
-    expect(await codeOf(intent())).toBe('EMERGENCY_STOP');
+    expect(await errorCodeOf(intent())).toBe('EMERGENCY_STOP');
 
     await ada.getByRole('button', { name: 'Lift emergency stop' }).click();
     await expect.poll(() => ada.getByRole('heading', { name: /Status: not engaged/ }).count()).toBe(1);

@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { AgentGraph, AgentGraphError } from '../../../sdks/typescript/src/index.node.js';
 import { expect } from 'vitest';
 import { freePort } from '../../src/ports.js';
 
@@ -41,6 +42,8 @@ export interface ConsoleBed {
   newPage(): Promise<{ context: BrowserContext; page: Page }>;
   /** An access token for calls from the test itself (development mode's /dev/token; loopback only). */
   tokenFor(user: ConsoleUser): Promise<string>;
+  /** The TypeScript SDK as another client of the API, with a token of `user` (PERSONAL data allowed). */
+  sdkFor(user: ConsoleUser): Promise<AgentGraph>;
   /** `npm start`'s output so far (for failure messages). */
   output(): string;
   close(): Promise<void>;
@@ -187,6 +190,15 @@ export async function startConsoleBed(): Promise<ConsoleBed> {
   }
   mkdirSync(ARTIFACTS, { recursive: true });
   const b = browser;
+  const tokenFor = async (user: ConsoleUser): Promise<string> => {
+    const res = await fetch(`${identityUrl}/dev/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ email: user.email }),
+    });
+    expect(res.status).toBe(200);
+    return ((await res.json()) as { access_token: string }).access_token;
+  };
   return {
     url,
     identityUrl,
@@ -198,14 +210,14 @@ export async function startConsoleBed(): Promise<ConsoleBed> {
       const context = await b.newContext({ viewport: { width: 1280, height: 900 } });
       return { context, page: await context.newPage() };
     },
-    async tokenFor(user) {
-      const res = await fetch(`${identityUrl}/dev/token`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ email: user.email }),
+    tokenFor,
+    async sdkFor(user) {
+      const token = await tokenFor(user);
+      return new AgentGraph({
+        baseUrl: `${url}/graphql`,
+        tokenProvider: { getToken: async () => token, refresh: async () => token },
+        privacyPolicy: { allow: ['PUBLIC', 'INTERNAL', 'PERSONAL'] },
       });
-      expect(res.status).toBe(200);
-      return ((await res.json()) as { access_token: string }).access_token;
     },
     output: () => log,
     async close() {
@@ -214,6 +226,16 @@ export async function startConsoleBed(): Promise<ConsoleBed> {
       rmSync(dataDir, { recursive: true, force: true });
     },
   };
+}
+
+/** The code of the AgentGraphError a call fails with ('no error' when it succeeds). */
+export async function errorCodeOf(call: Promise<unknown>): Promise<string> {
+  try {
+    await call;
+    return 'no error';
+  } catch (err) {
+    return err instanceof AgentGraphError ? err.code : String(err);
+  }
 }
 
 /** Signs in through the console's button and identity's real sign-in page; resolves on the console's overview. */

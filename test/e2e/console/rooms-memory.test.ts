@@ -10,14 +10,13 @@
  */
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AgentGraph, AgentGraphError } from '../../../sdks/typescript/src/index.node.js';
 import {
+  errorCodeOf,
   expectAccessible,
   screenshot,
   signIn,
   startConsoleBed,
   type ConsoleBed,
-  type ConsoleUser,
 } from './harness.js';
 
 let bed: ConsoleBed;
@@ -31,25 +30,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await bed?.close();
 });
-
-/** The TS SDK as another client of the API, with a token of `user`. */
-async function apiAs(user: ConsoleUser): Promise<AgentGraph> {
-  const token = await bed.tokenFor(user);
-  return new AgentGraph({
-    baseUrl: `${bed.url}/graphql`,
-    tokenProvider: { getToken: async () => token, refresh: async () => token },
-    privacyPolicy: { allow: ['PUBLIC', 'INTERNAL', 'PERSONAL'] },
-  });
-}
-
-async function codeOf(p: Promise<unknown>): Promise<string> {
-  try {
-    await p;
-    return 'no error';
-  } catch (err) {
-    return err instanceof AgentGraphError ? err.code : String(err);
-  }
-}
 
 const heading = (name: string) => page.getByRole('heading', { level: 1, name, exact: true });
 
@@ -80,9 +60,9 @@ describe('console rooms', () => {
     await poll(() => page.getByLabel('Message', { exact: true }).inputValue()).toBe('');
 
     // A PUBLISHER may read rooms but not post; the owner's other client posts through the API.
-    const uploader = await apiAs(bed.uploader);
-    expect(await codeOf(uploader.postMessage({ roomId, input: { body: 'may I?' } }))).toBe('FORBIDDEN');
-    const other = await apiAs(bed.owner);
+    const uploader = await bed.sdkFor(bed.uploader);
+    expect(await errorCodeOf(uploader.postMessage({ roomId, input: { body: 'may I?' } }))).toBe('FORBIDDEN');
+    const other = await bed.sdkFor(bed.owner);
     const posted = await other.postMessage({ roomId, input: { body: 'deploy finished (from the API)' } });
     expect(posted.data.postMessage.message.seq).toBe(2);
 
@@ -107,8 +87,8 @@ describe('console rooms', () => {
     // (one idempotency key, so the message is posted once).
     const key = crypto.randomUUID();
     await poll(async () =>
-      codeOf(
-        (await apiAs(bed.uploader)).postMessage(
+      errorCodeOf(
+        (await bed.sdkFor(bed.uploader)).postMessage(
           { roomId, input: { body: 'review please' } },
           { idempotencyKey: key },
         ),
@@ -182,7 +162,7 @@ describe('console memory', () => {
 
     const rows = page.getByRole('table').getByRole('row');
     await poll(() => rows.count()).toBe(3); // header + 2
-    const api = await apiAs(bed.owner);
+    const api = await bed.sdkFor(bed.owner);
     const stored = await api.memoryRecord({ id: deployId });
     expect(stored.data.memoryRecord).toMatchObject({
       version: 1,
@@ -235,7 +215,7 @@ describe('console memory', () => {
     await poll(() => page.getByLabel('Content').inputValue()).toContain('blue-green');
 
     // Someone else writes version 2 meanwhile.
-    const api = await apiAs(bed.owner);
+    const api = await bed.sdkFor(bed.owner);
     const theirs = await api.putMemory({
       id: deployId,
       input: {
@@ -282,7 +262,7 @@ describe('console memory', () => {
     const rows = page.getByRole('table').getByRole('row');
     await poll(() => rows.count()).toBe(2);
     expect(await rows.nth(1).textContent()).toContain('Lunch menu');
-    const api = await apiAs(bed.owner);
+    const api = await bed.sdkFor(bed.owner);
     expect((await api.memoryRecord({ id: deployId })).data.memoryRecord).toBeNull();
   });
 
@@ -318,7 +298,7 @@ describe('console memory', () => {
     await expectAccessible(page);
     await screenshot(page, 'memory-secret-refused-server');
     const id = new URL(page.url()).searchParams.get('record')!;
-    const api = await apiAs(bed.owner);
+    const api = await bed.sdkFor(bed.owner);
     expect((await api.memoryRecord({ id })).data.memoryRecord).toBeNull();
 
     // A REDACT workspace keeps the write with the secret replaced; the console says where and by which detector.
@@ -359,7 +339,7 @@ describe('console memory', () => {
     await confirm.getByRole('button', { name: 'Delete workspace and its records' }).click();
     await poll(() => page.getByText('Deleted workspace “Project notes” and its 1 record.').count()).toBe(1);
     await poll(() => page.getByRole('link', { name: 'Project notes' }).count()).toBe(0);
-    const api = await apiAs(bed.owner);
+    const api = await bed.sdkFor(bed.owner);
     expect((await api.workspace({ id: workspaceId })).data.workspace).toBeNull();
   });
 });
