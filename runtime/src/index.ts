@@ -24,4 +24,5 @@ export * from './stop-on-signals.js';
 export * from './revocation.js';
 export * from './roles.js';
 export * from './origin.js';
+export * from './periodic.js';
 export * from './stream-guard.js';

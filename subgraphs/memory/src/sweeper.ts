@@ -4,7 +4,7 @@
  * (they compare expires_at with the server clock); the sweeper only frees the space. `sweepExpiredMemory(db, now)`
  * is one pass at a given time (tests use a fake clock); `startMemorySweeper` runs it every `intervalMs`.
  */
-import type { Database, Logger } from '@agentgraph/runtime';
+import { runPeriodically, type Database, type Logger } from '@agentgraph/runtime';
 
 /** Records purged per call at most; a full batch runs again at once. */
 export const PURGE_BATCH = 500;
@@ -28,26 +28,13 @@ export function startMemorySweeper(opts: {
   now: () => Date;
   intervalMs?: number;
 }): () => Promise<void> {
-  const interval = opts.intervalMs ?? 10_000;
-  let stopped = false;
-  let running: Promise<void> | null = null;
-  let timer: NodeJS.Timeout | null = null;
-  const tick = () => {
-    if (stopped) return;
-    running = sweepExpiredMemory(opts.db, opts.now())
-      .then((n) => {
-        if (n) opts.log.info('memory expiry sweep', { purged: n });
-      })
-      .catch((err: unknown) => opts.log.error('memory expiry sweep failed', { error: err }))
-      .finally(() => {
-        running = null;
-        if (!stopped) timer = setTimeout(tick, interval).unref();
-      });
-  };
-  timer = setTimeout(tick, interval).unref();
-  return async () => {
-    stopped = true;
-    if (timer) clearTimeout(timer);
-    await running;
-  };
+  return runPeriodically({
+    intervalMs: opts.intervalMs ?? 10_000,
+    log: opts.log,
+    failureMessage: 'memory expiry sweep failed',
+    run: async () => {
+      const n = await sweepExpiredMemory(opts.db, opts.now());
+      if (n) opts.log.info('memory expiry sweep', { purged: n });
+    },
+  });
 }

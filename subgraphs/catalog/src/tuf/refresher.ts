@@ -3,7 +3,7 @@
  * `refreshBeforeSeconds` gets a new timestamp (and snapshot), each in its tenant's transaction. `refreshRepositories`
  * is one pass at a given time (tests call it with a fake clock); `startRefresher` runs it on an interval.
  */
-import type { Database, Logger } from '@agentgraph/runtime';
+import { runPeriodically, type Database, type Logger } from '@agentgraph/runtime';
 import { openRepository, refreshTimestamp, type TufSettings } from './repository.js';
 
 export async function refreshRepositories(db: Database, now: Date, settings: TufSettings): Promise<number> {
@@ -36,25 +36,13 @@ export function startRefresher(opts: {
   settings: TufSettings;
   intervalMs: number;
 }): () => Promise<void> {
-  let stopped = false;
-  let running: Promise<void> | null = null;
-  let timer: NodeJS.Timeout | null = null;
-  const tick = () => {
-    if (stopped) return;
-    running = refreshRepositories(opts.db, opts.now(), opts.settings)
-      .then((n) => {
-        if (n) opts.log.info('tuf timestamps re-signed', { repositories: n });
-      })
-      .catch((error: unknown) => opts.log.error('tuf refresh failed', { error }))
-      .finally(() => {
-        running = null;
-        if (!stopped) timer = setTimeout(tick, opts.intervalMs).unref();
-      });
-  };
-  timer = setTimeout(tick, opts.intervalMs).unref();
-  return async () => {
-    stopped = true;
-    if (timer) clearTimeout(timer);
-    await running;
-  };
+  return runPeriodically({
+    intervalMs: opts.intervalMs,
+    log: opts.log,
+    failureMessage: 'tuf refresh failed',
+    run: async () => {
+      const n = await refreshRepositories(opts.db, opts.now(), opts.settings);
+      if (n) opts.log.info('tuf timestamps re-signed', { repositories: n });
+    },
+  });
 }

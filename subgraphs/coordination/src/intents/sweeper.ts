@@ -5,7 +5,7 @@
  * module. Each change runs in its tenant's transaction through store.transition (event, outbox, NOTIFY); an
  * intent that changed in between (a report raced the sweep) is skipped, not overwritten.
  */
-import { AppError, type Database, type Logger } from '@agentgraph/runtime';
+import { AppError, runPeriodically, type Database, type Logger } from '@agentgraph/runtime';
 import type { IntentState } from './machine.js';
 import { transition } from './store.js';
 
@@ -78,31 +78,18 @@ export function startIntentSweeper(opts: {
   now: () => Date;
   intervalMs?: number;
 }): () => Promise<void> {
-  const interval = opts.intervalMs ?? 1000;
-  let stopped = false;
-  let running: Promise<void> | null = null;
-  let timer: NodeJS.Timeout | null = null;
   let passes = 0;
-  const tick = () => {
-    if (stopped) return;
-    running = sweepIntents(opts.db, opts.now())
-      .then(async (r) => {
-        if (r.expired || r.outcomeUnknown) opts.log.info('intent sweep', { ...r });
-        if (++passes % PURGE_EVERY_PASSES === 0) {
-          const purged = await purgeIntentBookkeeping(opts.db);
-          if (purged.outbox || purged.jtis) opts.log.info('intent bookkeeping purged', purged);
-        }
-      })
-      .catch((err: unknown) => opts.log.error('intent sweep failed', { error: err }))
-      .finally(() => {
-        running = null;
-        if (!stopped) timer = setTimeout(tick, interval).unref();
-      });
-  };
-  timer = setTimeout(tick, interval).unref();
-  return async () => {
-    stopped = true;
-    if (timer) clearTimeout(timer);
-    await running;
-  };
+  return runPeriodically({
+    intervalMs: opts.intervalMs ?? 1000,
+    log: opts.log,
+    failureMessage: 'intent sweep failed',
+    run: async () => {
+      const r = await sweepIntents(opts.db, opts.now());
+      if (r.expired || r.outcomeUnknown) opts.log.info('intent sweep', { ...r });
+      if (++passes % PURGE_EVERY_PASSES === 0) {
+        const purged = await purgeIntentBookkeeping(opts.db);
+        if (purged.outbox || purged.jtis) opts.log.info('intent bookkeeping purged', purged);
+      }
+    },
+  });
 }
