@@ -25,11 +25,11 @@
  */
 import { execFileSync } from 'node:child_process';
 import http from 'node:http';
-import { existsSync, mkdtempSync, readFileSync, readdirSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { provisionTestDatabase, type TestDatabase } from '../../test/src/database.js';
+import { benchDatabase, defaultDatabaseKind } from './lib/database.js';
 import { formatProfile, summarizeProfile, type ProfileSummary } from './lib/profile.js';
 import {
   BENCH_SRC,
@@ -53,13 +53,12 @@ function hardFdLimit(): number {
   }
 }
 
-const PG_INITDB = '/usr/lib/postgresql/15/bin/initdb';
 const fdLimit = hardFdLimit();
 const { values } = parseArgs({
   options: {
     database: {
       type: 'string',
-      default: process.env['DATABASE_URL'] || existsSync(PG_INITDB) ? 'postgres' : 'pglite',
+      default: defaultDatabaseKind(),
     },
     streams: { type: 'string', default: String(Math.min(10_000, fdLimit - 400)) },
     devices: { type: 'string', default: '200' },
@@ -95,30 +94,14 @@ const children: Child[] = [];
 const log = (m: string) => process.stderr.write(`[coordination-bench] ${m}\n`);
 
 // --- the database ------------------------------------------------------------------------------------------------
-let clusterDir: string | null = null;
-const provisioned: { db: TestDatabase | null } = { db: null };
-
-async function databaseEnv(): Promise<Record<string, string>> {
-  if (DATABASE === 'pglite') return { DATA_DIR: 'memory://' };
-  let url = process.env['DATABASE_URL'];
-  if (!url) {
-    const out = execFileSync('bash', [join(REPO_ROOT, 'scripts/pg-cluster.sh'), 'start'], {
-      encoding: 'utf8',
-    });
-    url = /DATABASE_URL=(\S+)/.exec(out)?.[1];
-    clusterDir = /PG_CLUSTER_DIR=(\S+)/.exec(out)?.[1] ?? null;
-    if (!url) throw new Error(`scripts/pg-cluster.sh start printed no DATABASE_URL: ${out}`);
-    log(`started a private PostgreSQL cluster (${clusterDir})`);
-  }
-  provisioned.db = await provisionTestDatabase({ DATABASE_URL: url });
-  return provisioned.db.env;
-}
+const database = benchDatabase(DATABASE, REPO_ROOT, log);
 
 /**
  * CPU ms of the private cluster's server processes: the postmaster's own and its exited children's (cutime, cstime:
  * autovacuum workers come and go), plus its live children's; null without a private cluster.
  */
 function postgresCpuMs(): number | null {
+  const clusterDir = database.clusterDir;
   if (!clusterDir) return null;
   try {
     const postmaster = Number(
@@ -249,7 +232,7 @@ async function main() {
     name: 'subgraphs',
     entry: join(BENCH_SRC, 'procs/subgraphs.ts'),
     env: {
-      ...(await databaseEnv()),
+      ...(await database.env()),
       HOST: '127.0.0.1',
       IDENTITY_PORT: String(ports[0]),
       MEMORY_PORT: String(ports[1]),
@@ -632,8 +615,5 @@ try {
   await main();
 } finally {
   for (const c of children.reverse()) await c.stop(10_000).catch(() => undefined);
-  await provisioned.db?.drop().catch(() => undefined);
-  if (clusterDir) {
-    execFileSync('bash', [join(REPO_ROOT, 'scripts/pg-cluster.sh'), 'stop', clusterDir], { stdio: 'ignore' });
-  }
+  await database.close();
 }

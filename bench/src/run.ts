@@ -18,7 +18,7 @@
  * See bench/README.md for what the numbers mean and their caveats.
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { canonical, postGraphQL, waitForGraphQL } from './lib/http.js';
@@ -34,10 +34,10 @@ import {
   trySetPriority,
   type Child,
 } from './lib/proc.js';
+import { benchDatabase, defaultDatabaseKind } from './lib/database.js';
 import { machineInfo, table, writeResults, type TargetResult } from './lib/report.js';
 import type { LoadJob, LoadResult } from './procs/load.js';
 import type { SubgraphsReady } from './procs/subgraphs.js';
-import { provisionTestDatabase, type TestDatabase } from '../../test/src/database.js';
 import { runAuthBench } from './auth/run-auth.js';
 
 const { values: args } = parseArgs({
@@ -138,38 +138,15 @@ function mainThreadProfile(name: string): string {
  * production, instead of in the subgraphs' event loop as with the embedded PGlite (WASM), which makes the subgraphs,
  * not the gateways, the bottleneck. `--database pglite` measures the embedded default.
  */
-const PG_INITDB = '/usr/lib/postgresql/15/bin/initdb';
-const DATABASE =
-  args.database ?? (process.env['DATABASE_URL'] || existsSync(PG_INITDB) ? 'postgres' : 'pglite');
+const DATABASE = args.database ?? defaultDatabaseKind();
 if (DATABASE !== 'pglite' && DATABASE !== 'postgres')
   throw new Error('--database must be pglite or postgres');
-let clusterDir: string | null = null;
-let testDb: TestDatabase | null = null;
-
-async function databaseEnv(): Promise<Record<string, string>> {
-  if (DATABASE === 'pglite') return { DATA_DIR: 'memory://' };
-  let url = process.env['DATABASE_URL'];
-  if (!url) {
-    const out = execFileSync('bash', [join(REPO_ROOT, 'scripts/pg-cluster.sh'), 'start'], {
-      encoding: 'utf8',
-    });
-    url = /DATABASE_URL=(\S+)/.exec(out)?.[1];
-    clusterDir = /PG_CLUSTER_DIR=(\S+)/.exec(out)?.[1] ?? null;
-    if (!url) throw new Error(`scripts/pg-cluster.sh start printed no DATABASE_URL: ${out}`);
-    log(`started a private PostgreSQL cluster (${clusterDir})`);
-  }
-  testDb = await provisionTestDatabase({ DATABASE_URL: url });
-  return testDb.env;
-}
+const database = benchDatabase(DATABASE, REPO_ROOT, log);
+const databaseEnv = () => database.env();
 
 async function cleanup() {
   await Promise.all(children.map((c) => c.stop(20_000).catch(() => undefined)));
-  await testDb?.drop().catch(() => undefined);
-  testDb = null;
-  if (clusterDir) {
-    execFileSync('bash', [join(REPO_ROOT, 'scripts/pg-cluster.sh'), 'stop', clusterDir], { stdio: 'ignore' });
-    clusterDir = null;
-  }
+  await database.close();
 }
 process.once('SIGINT', () => {
   void cleanup().finally(() => process.exit(130));
