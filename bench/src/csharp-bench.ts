@@ -12,7 +12,12 @@ import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { REPO_ROOT } from './lib/proc.js';
-import { countFlags, sdkBenchCounts } from './lib/sdk-bench-counts.js';
+import {
+  countFlags,
+  OutboxThroughput as Throughput,
+  SdkPerCall,
+  sdkBenchCounts,
+} from './lib/sdk-bench-counts.js';
 
 const counts = sdkBenchCounts({ calls: 2000, rounds: 5, messages: 2000, rooms: 10 });
 
@@ -35,20 +40,8 @@ const stdout = execFileSync('dotnet', [DLL, ...countFlags(counts)], {
   stdio: ['ignore', 'pipe', 'inherit'],
 });
 
-const PerCall = z.object({
+const PerCall = SdkPerCall.extend({
   plainHttpClientUsPerCall: z.number(),
-  sdkUsPerCall: z.number(),
-  sdkExtraUsPerCall: z.number(),
-  plainCpuUsPerCall: z.number(),
-  sdkCpuUsPerCall: z.number(),
-  sdkExtraCpuUsPerCall: z.number(),
-});
-const Throughput = z.object({
-  enqueueMs: z.number(),
-  enqueuePerSecond: z.number(),
-  drainMs: z.number(),
-  drainPerSecond: z.number(),
-  endToEndPerSecond: z.number(),
 });
 const result = z
   .object({

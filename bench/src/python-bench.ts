@@ -14,7 +14,12 @@ import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { REPO_ROOT } from './lib/proc.js';
-import { countFlags, sdkBenchCounts } from './lib/sdk-bench-counts.js';
+import {
+  countFlags,
+  OutboxThroughput as Throughput,
+  SdkPerCall,
+  sdkBenchCounts,
+} from './lib/sdk-bench-counts.js';
 
 const PYTHON = '/usr/bin/python3';
 const SCRIPT = join(REPO_ROOT, 'sdk-templates/python/bench/sdk_overhead.py');
@@ -28,21 +33,9 @@ const stdout = execFileSync(PYTHON, [SCRIPT, ...countFlags(counts)], {
   stdio: ['ignore', 'pipe', 'inherit'],
 });
 
-const PerCall = z.object({
+const PerCall = SdkPerCall.extend({
   plainHttpxUsPerCall: z.number(),
-  sdkUsPerCall: z.number(),
-  sdkExtraUsPerCall: z.number(),
-  plainCpuUsPerCall: z.number(),
-  sdkCpuUsPerCall: z.number(),
-  sdkExtraCpuUsPerCall: z.number(),
   roundsUs: z.object({ plain: z.array(z.number()), sdk: z.array(z.number()) }),
-});
-const Throughput = z.object({
-  enqueueMs: z.number(),
-  enqueuePerSecond: z.number(),
-  drainMs: z.number(),
-  drainPerSecond: z.number(),
-  endToEndPerSecond: z.number(),
 });
 const result = z
   .object({

@@ -1,4 +1,7 @@
-/** The command line the SDK benches share (C# and Python): call and message counts, validated, and passed on as flags. */
+/**
+ * What the SDK benches share (C# and Python): the command line's call and message counts, validated and passed on
+ * as flags, and the shapes of what both benchmark programs report.
+ */
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
 
@@ -30,3 +33,21 @@ export function sdkBenchCounts(defaults: SdkBenchCounts): SdkBenchCounts {
 export function countFlags(counts: SdkBenchCounts): string[] {
   return Object.entries(counts).flatMap(([name, n]) => [`--${name}`, String(n)]);
 }
+
+/** What both SDK benchmark programs report per call beside their plain-client time (its field name differs). */
+export const SdkPerCall = z.object({
+  sdkUsPerCall: z.number(),
+  sdkExtraUsPerCall: z.number(),
+  plainCpuUsPerCall: z.number(),
+  sdkCpuUsPerCall: z.number(),
+  sdkExtraCpuUsPerCall: z.number(),
+});
+
+/** Outbox throughput as both SDK benchmark programs report it. */
+export const OutboxThroughput = z.object({
+  enqueueMs: z.number(),
+  enqueuePerSecond: z.number(),
+  drainMs: z.number(),
+  drainPerSecond: z.number(),
+  endToEndPerSecond: z.number(),
+});
