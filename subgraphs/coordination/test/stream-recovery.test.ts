@@ -62,6 +62,14 @@ function controlled() {
     captured,
     reads: () => reads,
     deliver: (payload: string) => handler!(payload),
+    /**
+     * The n-th notification captured since the stream began listening. PostgreSQL delivers a NOTIFY to listeners
+     * after its commit, asynchronously: wait for it rather than take whatever arrived so far.
+     */
+    nth: async (n: number) => {
+      await expect.poll(() => captured.length).toBeGreaterThanOrEqual(n);
+      return captured[n - 1]!;
+    },
     reconnect: () => reconnect!(),
   };
 }
@@ -111,7 +119,7 @@ describe('room stream recovery', () => {
     // Five posts whose notifications never arrive, then one notification for the last: all five come, in order.
     await postN(5);
     const pending = take(stream, 5);
-    c.deliver(c.captured.at(-1)!);
+    c.deliver(await c.nth(5));
     expect(await pending).toEqual(range(8, 12));
 
     // Lost entirely; the listener reconnects: the re-read yields them.
@@ -125,7 +133,7 @@ describe('room stream recovery', () => {
     c.deliver(c.captured[0]!);
     await postN(1);
     const next = take(stream, 1);
-    c.deliver(c.captured.at(-1)!);
+    c.deliver(await c.nth(10));
     expect(await next).toEqual([17]);
 
     // Abort ends the stream while it waits, without another message.
