@@ -10,6 +10,12 @@ import type { RevocationList } from './revocation.js';
 import type { AuthContext } from './tenancy.js';
 
 export interface StreamGuard {
+  /**
+   * Before a stream opens: when a cached stop answer would refuse the caller, asks the refusing sources to re-read
+   * (`refresh`), so a stream opened right after a lift on another replica (whose notification has not arrived yet)
+   * is not refused on stale news. A stop that is still engaged refuses in `watch` as before.
+   */
+  admit(auth: AuthContext | null): Promise<void>;
   /** Watches one stream; returns the function to call when it ends. */
   watch(auth: AuthContext | null, abort: AbortController): () => void;
   close(): void;
@@ -22,6 +28,8 @@ export interface StreamGuard {
 export interface StreamStopSource {
   check(auth: AuthContext): AppError | null;
   subscribe(listener: () => void): () => void;
+  /** Re-reads the source's state (one read started after the call); for a refusal that may be stale. */
+  refresh?(): Promise<void>;
 }
 
 /** A stop source a subgraph starts for one server: ready before it listens, closed with it. */
@@ -79,6 +87,11 @@ export function createStreamGuard(opts: StreamGuardOptions = {}): StreamGuard {
     }),
   );
   return {
+    async admit(auth) {
+      if (!auth) return;
+      const stale = stops.filter((s) => s.refresh && s.check(auth));
+      await Promise.all(stale.map((s) => s.refresh!()));
+    },
     watch(auth, abort) {
       if (!auth) return () => undefined;
       const refused = stopReason(auth);

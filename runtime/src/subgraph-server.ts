@@ -253,6 +253,7 @@ export function createSubgraphServer(opts: SubgraphServerOptions): {
         // An operation of a reservation: its request ends at once (202); it lives until it completes, is cancelled
         // (DELETE), or its event stream closes, and cleans up then (onOperation).
         const ctx = await contextFor(raw, correlationId, abort.signal, document, params.operationName);
+        await guard.admit(ctx.auth);
         streams.add(abort);
         const unwatch = guard.watch(ctx.auth, abort);
         cleanups.set(ctx, () => {
@@ -277,6 +278,7 @@ export function createSubgraphServer(opts: SubgraphServerOptions): {
       if (res.closed) gone();
       else res.once('close', gone);
       const ctx = await contextFor(raw, correlationId, abort.signal, document, params.operationName);
+      await guard.admit(ctx.auth);
       if (!res.closed) unwatch = guard.watch(ctx.auth, abort);
       return ctx as SubgraphContext & Record<PropertyKey, unknown>;
     },

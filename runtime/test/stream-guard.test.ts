@@ -84,6 +84,42 @@ describe('stream guard', () => {
     expect(anon.signal.aborted).toBe(false);
   });
 
+  it('admit re-reads only a source that would refuse, and then watch acts on the fresh answer', async () => {
+    const stopped = new Set<string>(['t']);
+    const refreshes: string[] = [];
+    const source = (name: string, fresh: () => void) => ({
+      check: (a: AuthContext) =>
+        stopped.has(`${name}:${a.tenantId}`) || (name === 'stop' && stopped.has(a.tenantId))
+          ? new AppError('EMERGENCY_STOP', 'stopped')
+          : null,
+      subscribe: () => () => undefined,
+      refresh: async () => {
+        refreshes.push(name);
+        fresh();
+      },
+    });
+    // The cache says tenant t is stopped; a fresh read says it was lifted.
+    const guard = createStreamGuard({
+      stops: [source('stop', () => stopped.delete('t')), source('other', () => {})],
+    });
+    await guard.admit(auth());
+    expect(refreshes).toEqual(['stop']);
+    const lifted = new AbortController();
+    guard.watch(auth(), lifted);
+    expect(lifted.signal.aborted).toBe(false);
+    // Still engaged after the fresh read: refused.
+    stopped.add('other:t');
+    await guard.admit(auth());
+    expect(refreshes).toEqual(['stop', 'other']);
+    const refused = new AbortController();
+    guard.watch(auth(), refused);
+    expect((refused.signal.reason as AppError).code).toBe('EMERGENCY_STOP');
+    // Nobody to refuse, nothing to read; an anonymous caller is not checked.
+    await guard.admit(auth({ tenantId: 'u' }));
+    await guard.admit(null);
+    expect(refreshes).toEqual(['stop', 'other']);
+  });
+
   it('endWithReason passes results, then the abort reason as a last event, and closes the source', async () => {
     const abort = new AbortController();
     let closed = false;

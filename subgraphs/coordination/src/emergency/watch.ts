@@ -39,9 +39,11 @@ export function createEmergencyWatch(opts: EmergencyWatchOptions): StartedStream
   const listeners = new Set<() => void>();
   let closed = false;
   let unlisten: (() => Promise<void>) | null = null;
-  // One reload at a time; a request during a reload runs one more after it (a notification is never lost).
-  let loading: Promise<void> | null = null;
-  let again = false;
+  // One read at a time. A reload asked for during a read waits for the one read after it (which all such asks
+  // share), so a notification is never lost and a caller that must not act on stale news gets a read that began
+  // after it asked.
+  let running: Promise<void> | null = null;
+  let queued: Promise<void> | null = null;
 
   const loadOnce = async () => {
     const r = await db.query<{ tenant_id: string | null }>(
@@ -58,25 +60,24 @@ export function createEmergencyWatch(opts: EmergencyWatchOptions): StartedStream
     global = nextGlobal;
     if (tightened) for (const l of listeners) l();
   };
+  const run = (): Promise<void> => {
+    running = loadOnce()
+      .catch((error: unknown) => {
+        if (!closed) log.error('emergency stops could not be read; keeping the last known state', { error });
+      })
+      .finally(() => {
+        running = null;
+      });
+    return running;
+  };
   const reload = (): Promise<void> => {
     if (closed) return Promise.resolve();
-    if (loading) {
-      again = true;
-      return loading;
-    }
-    loading = (async () => {
-      try {
-        do {
-          again = false;
-          await loadOnce();
-        } while (again && !closed);
-      } catch (error) {
-        if (!closed) log.error('emergency stops could not be read; keeping the last known state', { error });
-      } finally {
-        loading = null;
-      }
-    })();
-    return loading;
+    if (!running) return run();
+    queued ??= running.then(() => {
+      queued = null;
+      return closed ? undefined : run();
+    });
+    return queued;
   };
 
   const ready = (async () => {
@@ -97,6 +98,7 @@ export function createEmergencyWatch(opts: EmergencyWatchOptions): StartedStream
       if (tenants.has(auth.tenantId)) return emergencyStopError(false);
       return null;
     },
+    refresh: reload,
     subscribe(listener) {
       listeners.add(listener);
       return () => listeners.delete(listener);
@@ -105,7 +107,8 @@ export function createEmergencyWatch(opts: EmergencyWatchOptions): StartedStream
       closed = true;
       clearInterval(timer);
       await ready.catch(() => undefined);
-      await loading;
+      await queued;
+      await running;
       await unlisten?.();
       listeners.clear();
     },
