@@ -19,6 +19,7 @@ const DB_AGNOSTIC = [
   'runtime/test/limits.test.ts',
   'runtime/test/log.test.ts',
   'runtime/test/periodic.test.ts',
+  'runtime/test/pglite-template.test.ts',
   'runtime/test/roles.test.ts',
   'runtime/test/stream-guard.test.ts',
   'sdk-templates/typescript/test/*.test.ts',

@@ -52,6 +52,11 @@ const EnvSchema = z.object({
     .default('agentgraph_app'),
   DATABASE_POOL_SIZE: positive.default(10),
   DATA_DIR: z.string().default('./.data'),
+  /**
+   * With DATA_DIR=memory:// only: a folder of migrated PGlite snapshots (one per set of migrations), so a new in-memory
+   * database starts from a copy instead of initdb + every migration (the test suite opens hundreds). Development.
+   */
+  PGLITE_TEMPLATE_DIR: z.string().min(1).optional(),
   HOST: z.string().default('127.0.0.1'),
   GATEWAY_PORT: port.default(4000),
   IDENTITY_PORT: port.default(4101),
@@ -112,7 +117,7 @@ const EnvSchema = z.object({
 export interface Config {
   mode: 'development' | 'production';
   database:
-    | { driver: 'pglite'; dataDir: string | null }
+    | { driver: 'pglite'; dataDir: string | null; templateDir?: string }
     | { driver: 'postgres'; url: string; poolSize: number; appUrl: string | null };
   appRole: string;
   dataDir: string;
@@ -229,7 +234,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
           poolSize: e.DATABASE_POOL_SIZE,
           appUrl: e.DATABASE_APP_URL ?? null,
         }
-      : { driver: 'pglite', dataDir: e.DATA_DIR === 'memory://' ? null : join(dataDir, 'pglite') },
+      : e.DATA_DIR === 'memory://'
+        ? {
+            driver: 'pglite',
+            dataDir: null,
+            templateDir: e.PGLITE_TEMPLATE_DIR && resolve(e.PGLITE_TEMPLATE_DIR),
+          }
+        : { driver: 'pglite', dataDir: join(dataDir, 'pglite') },
     appRole: e.DATABASE_APP_ROLE,
     dataDir,
     host: e.HOST,

@@ -3,6 +3,8 @@
  * database created on that PostgreSQL server (dropped afterwards). Returns the environment to load config from.
  */
 import { randomBytes } from 'node:crypto';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import pg from 'pg';
 
 export interface TestDatabase {
@@ -20,7 +22,12 @@ export async function provisionTestDatabase(env: NodeJS.ProcessEnv = process.env
   if (!base) {
     return {
       driver: 'pglite',
-      env: { DATA_DIR: 'memory://', CURSOR_SECRET: cursorSecret },
+      // Each in-memory database starts from a migrated snapshot (runtime/src/db/pglite-template.ts), not initdb.
+      env: {
+        DATA_DIR: 'memory://',
+        CURSOR_SECRET: cursorSecret,
+        PGLITE_TEMPLATE_DIR: env['PGLITE_TEMPLATE_DIR'] ?? join(tmpdir(), 'agentgraph-pglite-templates'),
+      },
       drop: async () => undefined,
     };
   }

@@ -2,6 +2,7 @@
 import type { Config } from '../config.js';
 import { migrate, type MigrationSet } from './migrate.js';
 import { openPglite } from './pglite.js';
+import { openFromTemplate } from './pglite-template.js';
 import { openPostgres } from './postgres.js';
 import type { Database, DatabaseHandle } from './types.js';
 
@@ -21,9 +22,16 @@ export async function openDatabase(
   config: Pick<Config, 'database' | 'appRole'>,
   sets: MigrationSet[],
 ): Promise<{ db: Database; handle: DatabaseHandle }> {
-  const handle = await openHandle(config);
+  const all = [runtimeMigrations, ...sets];
+  const d = config.database;
+  const templated =
+    d.driver === 'pglite' && !d.dataDir && d.templateDir
+      ? await openFromTemplate(d.templateDir, all, config.appRole)
+      : null;
+  const handle = templated?.handle ?? (await openHandle(config));
   try {
-    await migrate(handle, [runtimeMigrations, ...sets], config.appRole);
+    await migrate(handle, all, config.appRole);
+    await templated?.save();
     return { db: await handle.app(), handle };
   } catch (err) {
     await handle.close().catch(() => undefined);

@@ -52,7 +52,20 @@ export function lockDataDir(dataDir: string): () => void {
   throw new Error(`Could not lock ${file}; remove it if no agentgraph process is running.`);
 }
 
-export async function openPglite(dataDir: string | null, appRole: string): Promise<DatabaseHandle> {
+/** The embedded database's handle; `dump()` is its data folder as a tar (a template for in-memory databases). */
+export interface PgliteHandle extends DatabaseHandle {
+  dump(): Promise<Uint8Array>;
+}
+
+/**
+ * Opens PGlite on `dataDir`, or in memory when null; `template` (a `dump()` of another one) starts an in-memory
+ * database as a copy of it instead of an empty cluster.
+ */
+export async function openPglite(
+  dataDir: string | null,
+  appRole: string,
+  template?: Uint8Array,
+): Promise<PgliteHandle> {
   let unlock = () => undefined as void;
   if (dataDir) {
     mkdirSync(dataDir, { recursive: true });
@@ -60,7 +73,10 @@ export async function openPglite(dataDir: string | null, appRole: string): Promi
   }
   let pg: PGlite;
   try {
-    pg = await PGlite.create(dataDir ?? 'memory://');
+    pg = await PGlite.create(
+      dataDir ?? 'memory://',
+      template && !dataDir ? { loadDataDir: new Blob([template as Uint8Array<ArrayBuffer>]) } : {},
+    );
   } catch (err) {
     unlock();
     throw err;
@@ -114,5 +130,9 @@ export async function openPglite(dataDir: string | null, appRole: string): Promi
       return app;
     },
     close: closeOnce,
+    async dump() {
+      const tar = await pg.dumpDataDir('none');
+      return new Uint8Array(await tar.arrayBuffer());
+    },
   };
 }
