@@ -7,10 +7,31 @@ import pg from 'pg';
 import type { Database, DatabaseHandle, NotificationHandler, Queryable, QueryResult } from './types.js';
 import { assertChannel, assertSettingNames } from './types.js';
 
+/**
+ * Statements with parameters go as named (prepared) statements: each connection parses and plans a text once, then
+ * only binds and executes it (PostgreSQL re-plans by itself when a table or the role changes). The name is fixed per
+ * text for the process; past MAX_NAMED distinct texts the rest stay unnamed. Statements without parameters keep the
+ * simple protocol (they may hold several statements, e.g. BEGIN with the settings).
+ */
+const statementNames = new Map<string, string>();
+const MAX_NAMED = 2000;
+
+function statementName(sql: string): string | undefined {
+  let name = statementNames.get(sql);
+  if (name === undefined && statementNames.size < MAX_NAMED) {
+    name = `ag_${statementNames.size}`;
+    statementNames.set(sql, name);
+  }
+  return name;
+}
+
 function wrap(q: { query: pg.Pool['query'] } | pg.PoolClient): Queryable {
   return {
     async query<Row>(sql: string, params: unknown[] = []): Promise<QueryResult<Row>> {
-      const r = await (q as pg.Pool).query(sql, params);
+      const r =
+        params.length > 0
+          ? await (q as pg.Pool).query({ name: statementName(sql), text: sql, values: params })
+          : await (q as pg.Pool).query(sql);
       return { rows: r.rows as Row[], rowCount: r.rowCount ?? r.rows.length };
     },
   };
