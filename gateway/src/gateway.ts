@@ -63,7 +63,7 @@ import {
   type ResolvedDocument,
 } from './persisted.js';
 import type { ConsoleRoutes } from './console/index.js';
-import { createStreamHandler, type Timers } from './stream.js';
+import { createStreamHandler, type StreamEndListener, type Timers } from './stream.js';
 import { subgraphSchemaOf, subscriptionOwners } from './supergraph.js';
 
 export type { GatewayContext } from './data-source.js';
@@ -388,6 +388,43 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
   let drained: (() => void) | null = null;
   let baseUrl: string | undefined;
 
+  /**
+   * One request's end: its log line and the count of requests in flight. An object, not closures: an open stream keeps
+   * it until it ends (stream.ts calls `streamEnded`), and it is all the stream keeps of this request's handling.
+   */
+  class RequestEnd implements RequestInfo, StreamEndListener {
+    operationName?: string;
+    private readonly started = performance.now();
+    constructor(
+      private readonly req: IncomingMessage,
+      private readonly res: ServerResponse,
+      private readonly path: string,
+      private readonly correlationId: string,
+    ) {}
+
+    /** The stream it opened is over (called from the stream's own events, outside the request's log context). */
+    streamEnded(): void {
+      withCorrelationId(this.correlationId, () => this.settle());
+    }
+
+    settle(): void {
+      const fields = {
+        method: this.req.method,
+        path: this.path,
+        operationName: this.operationName,
+        status: this.res.statusCode,
+        latencyMs: Math.round((performance.now() - this.started) * 100) / 100,
+      };
+      if (this.path === '/readyz') log.debug('request', fields);
+      else log.info('request', fields);
+      inflight--;
+      if (shuttingDown) {
+        server.closeIdleConnections();
+        if (inflight === 0) drained?.();
+      }
+    }
+  }
+
   const readyz = async (res: ServerResponse) => {
     if (shuttingDown || !apiSchema) return sendJson(res, 503, { status: 'unavailable' });
     const timeout = opts.readinessTimeoutMs ?? 1000;
@@ -520,7 +557,13 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
     }
   };
 
-  const stream = async (req: IncomingMessage, res: ServerResponse, correlationId: string) => {
+  /** Resolves once the client was answered: `true` when a stream opened (`onEnd` is called when it is over). */
+  const stream = async (
+    req: IncomingMessage,
+    res: ServerResponse,
+    correlationId: string,
+    onEnd: StreamEndListener,
+  ): Promise<boolean> => {
     if (shuttingDown)
       throw new AppError('SERVICE_UNAVAILABLE', 'Shutting down; reconnect.', { retryAfterMs: 1000 });
     const authorization = req.headers.authorization;
@@ -531,12 +574,13 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
         'Streams need an access token. Send "Authorization: Bearer <token>".',
       );
     }
-    await streams.handle(req, res, {
+    return streams.handle(req, res, {
       auth,
       authorization,
       correlationId,
       forwardedFor: forwardedForOf(req),
       userAgent: req.headers['user-agent'],
+      onEnd,
     });
   };
 
@@ -547,26 +591,23 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
     search: string,
     correlationId: string,
   ) => {
-    const started = performance.now();
-    const info: RequestInfo = {};
+    const info = new RequestEnd(req, res, path, correlationId);
+    // An open stream ends later, from its own events: no promise of this request stays pending meanwhile (each would
+    // cost memory per idle stream, the more so under AsyncLocalStorage).
+    let streaming = false;
     try {
       if (path === '/graphql') await graphql(req, res, correlationId, info, search);
-      else if (path === '/graphql/stream') await stream(req, res, correlationId);
+      else if (path === '/graphql/stream') streaming = await stream(req, res, correlationId, info);
       else if (path === '/readyz') await readyz(res);
       else if (!(opts.console && (await opts.console(req, res, path, search))))
         sendJson(res, 404, { error: 'not_found', message: `No route ${path}` });
     } catch (err) {
+      // A stream request sets no header before its answer (stream.ts): a refusal thrown here gets the id now.
+      if (!res.headersSent && !res.hasHeader('x-correlation-id'))
+        res.setHeader('x-correlation-id', correlationId);
       sendThrown(res, err, correlationId, log, path);
     } finally {
-      const fields = {
-        method: req.method,
-        path,
-        operationName: info.operationName,
-        status: res.statusCode,
-        latencyMs: Math.round((performance.now() - started) * 100) / 100,
-      };
-      if (path === '/readyz') log.debug('request', fields);
-      else log.info('request', fields);
+      if (!streaming) info.settle();
     }
   };
 
@@ -579,18 +620,14 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
       return;
     }
     const correlationId = correlationIdFrom(req.headers['x-correlation-id']);
-    res.setHeader('x-correlation-id', correlationId);
+    // Streams answer with every header in one writeHead (a header set here would stay on the response as a map).
+    if (path !== '/graphql/stream') res.setHeader('x-correlation-id', correlationId);
     if (shuttingDown) res.setHeader('connection', 'close');
     inflight++;
+    // handle() settles every request itself (its log line, inflight): the request's end for a stream comes later.
     void withCorrelationId(correlationId, () =>
       handle(req, res, path, q < 0 ? '' : url.slice(q), correlationId),
-    ).finally(() => {
-      inflight--;
-      if (shuttingDown) {
-        server.closeIdleConnections();
-        if (inflight === 0) drained?.();
-      }
-    });
+    );
   });
   server.keepAliveTimeout = 65_000;
   server.headersTimeout = 66_000;

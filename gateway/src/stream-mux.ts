@@ -31,7 +31,7 @@ export interface MuxOperation {
 }
 
 export type MuxAnswer =
-  | { kind: 'accepted'; id: string }
+  | { kind: 'accepted'; id: number }
   | { kind: 'refused'; status: number; body: string }
   | { kind: 'unreachable'; error: Error };
 
@@ -72,7 +72,8 @@ function send(
 export class StreamMux {
   private readonly url: URL;
   private readonly pool = new http.Agent({ keepAlive: true, maxSockets: 32, keepAliveMsecs: 10_000 });
-  private readonly ops = new Map<string, MuxOperation>();
+  // Keyed by number (a string per idle stream costs memory); the wire's operationId is its decimal text.
+  private readonly ops = new Map<number, MuxOperation>();
   private token: string | null = null;
   private events: ClientRequest | null = null;
   private connecting: Promise<void> | null = null;
@@ -108,7 +109,7 @@ export class StreamMux {
     } catch (err) {
       return { kind: 'unreachable', error: err as Error };
     }
-    const id = String(++this.nextId);
+    const id = ++this.nextId;
     const token = this.token!;
     this.ops.set(id, op);
     let answer: Answer;
@@ -125,7 +126,7 @@ export class StreamMux {
             'content-type': 'application/json; charset=utf-8',
           },
         },
-        JSON.stringify({ ...subscription, extensions: { operationId: id } }),
+        JSON.stringify({ ...subscription, extensions: { operationId: String(id) } }),
       ).answer;
     } catch (err) {
       this.ops.delete(id);
@@ -142,10 +143,10 @@ export class StreamMux {
   }
 
   /** The client left: forget the operation and tell the subgraph to stop it. */
-  cancel(id: string): void {
+  cancel(id: number): void {
     if (!this.ops.delete(id) || !this.token || this.closed) return;
     const url = new URL(this.url);
-    url.searchParams.set('operationId', id);
+    url.searchParams.set('operationId', String(id));
     send(
       url,
       { method: 'DELETE', agent: this.pool, headers: { [TOKEN_HEADER]: this.token } },
@@ -280,16 +281,16 @@ export class StreamMux {
     const data = event.slice(next ? NEXT_PREFIX.length : COMPLETE_PREFIX.length).trim();
     // graphql-sse prints `{"id":<id>,"payload":<result>}` (JSON.stringify, in that order): read the id, keep the
     // payload as text. Anything else is parsed in full.
-    let id: string | undefined;
+    let id: number | undefined;
     let payload: string | undefined;
     const m = next ? /^\{"id":"([0-9]+)","payload":/.exec(data) : /^\{"id":"([0-9]+)"\}$/.exec(data);
     if (m && (!next || data.endsWith('}'))) {
-      id = m[1];
+      id = Number(m[1]);
       if (next) payload = data.slice(m[0].length, -1);
     } else {
       try {
         const parsed = JSON.parse(data) as { id?: unknown; payload?: unknown };
-        id = typeof parsed.id === 'string' ? parsed.id : undefined;
+        id = typeof parsed.id === 'string' && /^[0-9]+$/.test(parsed.id) ? Number(parsed.id) : undefined;
         if (next) payload = JSON.stringify(parsed.payload);
       } catch {
         this.log.warn('unreadable event from the stream source', { subgraph: this.subgraph });

@@ -28,27 +28,43 @@ const NEXT_PREFIX = Buffer.from('event: next\ndata:');
 const COMPLETE_PREFIX = Buffer.from('event: complete');
 const ERRORS_KEY = Buffer.from('"errors"');
 
-/** One interval for every open stream: a comment line on each, every `ms`; runs only while a stream is open. */
-export class HeartbeatGroup {
-  private readonly members = new Set<ServerResponse>();
+/** An open stream as the handler keeps it: its client's response, and how to complete it (shutdown). */
+export interface OpenStream {
+  readonly res: ServerResponse;
+  finish(): void;
+}
+
+/**
+ * The open streams, and one interval for all of them: a comment line on each, every `ms`; it runs only while a stream
+ * is open. One set for both (the registry is a set entry per idle stream).
+ */
+export class HeartbeatGroup<T extends OpenStream = OpenStream> {
+  private readonly members = new Set<T>();
   private handle: unknown = null;
   constructor(
     private readonly timers: Timers,
     private readonly ms: number,
   ) {}
-  add(res: ServerResponse): void {
-    this.members.add(res);
+  get size(): number {
+    return this.members.size;
+  }
+  add(stream: T): void {
+    this.members.add(stream);
     this.handle ??= this.timers.setInterval(() => this.beat(), this.ms);
   }
-  delete(res: ServerResponse): void {
-    this.members.delete(res);
+  delete(stream: T): void {
+    this.members.delete(stream);
     if (this.members.size === 0 && this.handle !== null) {
       this.timers.clearInterval(this.handle);
       this.handle = null;
     }
   }
+  /** The open streams now (a copy: completing one removes it). */
+  list(): T[] {
+    return [...this.members];
+  }
   private beat(): void {
-    for (const res of this.members) if (res.writable) res.write(HEARTBEAT);
+    for (const { res } of this.members) if (res.writable) res.write(HEARTBEAT);
   }
 }
 
@@ -126,12 +142,12 @@ export interface RelayHooks extends StreamEvents {
  * Copies one upstream event stream to one client response. Closing either side closes the other; `finish()` completes
  * the client's stream (shutdown). Backpressure: when the client cannot take more, the upstream is paused until it can.
  */
-export class SseRelay {
+export class SseRelay implements OpenStream {
   private leftover: Buffer | null = null;
   private ended = false;
 
   constructor(
-    private readonly res: ServerResponse,
+    readonly res: ServerResponse,
     private readonly request: ClientRequest,
     private readonly response: IncomingMessage,
     private readonly hooks: RelayHooks,

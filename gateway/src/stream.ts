@@ -32,18 +32,12 @@ import {
   type FragmentDefinitionNode,
 } from 'graphql';
 import { resolveStreamRequest, type PersistedDocuments } from './persisted.js';
-import { MuxClientStream } from './stream-client.js';
+import { MuxClientStream, type ClientStreamHost, type StreamEndListener } from './stream-client.js';
 import { StreamMux } from './stream-mux.js';
-import {
-  HeartbeatGroup,
-  openUpstream,
-  realTimers,
-  SseRelay,
-  type StreamEvents,
-  type Timers,
-} from './stream-relay.js';
+import { HeartbeatGroup, openUpstream, realTimers, SseRelay, type Timers } from './stream-relay.js';
 
 export { realTimers, type Timers } from './stream-relay.js';
+export type { StreamEndListener } from './stream-client.js';
 
 export interface StreamOptions {
   /** The gateway's API schema (what clients may ask for); a getter because the gateway loads it at start. */
@@ -81,6 +75,11 @@ interface StreamRequestContext {
   /** Sent on to the subgraph for its audit records (see runtime/src/origin.ts). */
   forwardedFor?: string;
   userAgent?: string;
+  /**
+   * Told once when a stream that `handle` opened is over (not for a request it refused): the caller's end of the
+   * request (gateway.ts logs it then), without a promise pending for the stream's whole life.
+   */
+  onEnd?: StreamEndListener;
 }
 
 interface PreparedStream {
@@ -208,6 +207,32 @@ function readSmallBody(req: IncomingMessage, maxBytes: number): Promise<Buffer> 
   });
 }
 
+/** Stands for a header block already sent (see forgetSentHeader). */
+const SENT_HEADER = 'HTTP/1.1 (sent)\r\n\r\n';
+
+/**
+ * Lets go of the header block Node keeps on a response once it has sent it (`_header`, some 300 bytes per idle
+ * stream): after sending, Node only tests it for truth (`headersSent`, and refusing another `writeHead`/`setHeader`),
+ * so a shared stand-in keeps every answer the same. Done only once the block went out (`_headerSent`).
+ */
+export function forgetSentHeader(res: ServerResponse): void {
+  const sent = res as ServerResponse & { _header?: unknown; _headerSent?: unknown };
+  if (sent._headerSent === true && typeof sent._header === 'string') sent._header = SENT_HEADER;
+}
+
+const NO_HEADERS: IncomingMessage['headers'] = Object.freeze({});
+const NO_RAW_HEADERS: string[] = Object.freeze([]) as unknown as string[];
+
+/**
+ * Lets go of an open stream's request headers: Node keeps the request until its response ends, and with it every
+ * header as received (`rawHeaders`, the bearer token among them) and their parsed copy (`headers`), which nothing
+ * reads once the stream is open (the request's log line reads its method). Hundreds of bytes per idle stream.
+ */
+export function releaseHeaders(req: IncomingMessage): void {
+  req.headers = NO_HEADERS;
+  req.rawHeaders = NO_RAW_HEADERS;
+}
+
 interface StreamParams {
   query?: unknown;
   variables?: unknown;
@@ -269,12 +294,12 @@ export function createStreamHandler(opts: StreamOptions) {
   // Upstream streams get a connection each (never the query pools'); it ends with its stream. Those not yet answered
   // are here, so close() can drop them.
   const pending = new Set<() => void>();
-  const heartbeats = new HeartbeatGroup(opts.timers ?? realTimers, opts.heartbeatMs ?? 15_000);
+  // The open streams (to complete them on shutdown), which also get the heartbeats.
+  const open = new HeartbeatGroup(opts.timers ?? realTimers, opts.heartbeatMs ?? 15_000);
   const prepared = new Lru<string, PreparedStream>(500);
-  const open = new Set<{ finish(): void }>();
   // Many streams per connection to a subgraph (stream-mux.ts), or one connection each (stream-relay.ts).
   const multiplex = opts.multiplex ?? true;
-  const muxes = new Map<string, StreamMux>();
+  const muxes = new Map<string, { mux: StreamMux; host: ClientStreamHost }>();
   const rules = opts.introspection ? specifiedRules : [...specifiedRules, NoSchemaIntrospectionCustomRule];
   let closed = false;
 
@@ -427,13 +452,21 @@ export function createStreamHandler(opts: StreamOptions) {
       correlationId,
     );
 
-  const respond = (res: ServerResponse, [body, init]: SseResponse): void => {
+  const respond = (res: ServerResponse, [body, init]: SseResponse, correlationId: string): void => {
     if (!res.writable) return;
-    res.writeHead(init.status, init.headers).end(body ?? undefined);
+    res.writeHead(init.status, { ...init.headers, 'x-correlation-id': correlationId }).end(body ?? undefined);
   };
 
-  /** Serves one /graphql/stream request (the caller authenticated it). Resolves when the stream ends. */
-  async function handle(req: IncomingMessage, res: ServerResponse, ctx: StreamRequestContext): Promise<void> {
+  /**
+   * Serves one /graphql/stream request (the caller authenticated it). Resolves once the client was answered: `true`
+   * when a stream opened (`ctx.onEnd` is called when it is over), `false` when the request was refused. Every answer
+   * carries `x-correlation-id` (the caller sets no header before: a header set early stays on the response as a map).
+   */
+  async function handle(
+    req: IncomingMessage,
+    res: ServerResponse,
+    ctx: StreamRequestContext,
+  ): Promise<boolean> {
     const accept = (req.headers.accept ?? '').toLowerCase();
     if (!accept.includes('text/event-stream')) {
       respond(
@@ -446,8 +479,9 @@ export function createStreamHandler(opts: StreamOptions) {
           406,
           ctx.correlationId,
         ),
+        ctx.correlationId,
       );
-      return;
+      return false;
     }
     let text: string | null = null;
     if (req.method === 'POST') text = (await readSmallBody(req, limits.maxBodyBytes)).toString('utf8');
@@ -458,30 +492,40 @@ export function createStreamHandler(opts: StreamOptions) {
     const params = readParams(req.method, url, req.headers['content-type'], body);
     if ('status' in params && typeof params.status === 'number') {
       const message = params.message ?? `The stream request was refused (HTTP ${params.status}).`;
-      respond(res, [
-        JSON.stringify({
-          errors: [{ message, extensions: { code: 'BAD_USER_INPUT', correlationId: ctx.correlationId } }],
-        }),
-        {
-          status: params.status,
-          statusText: 'Error',
-          headers: { 'content-type': 'application/json; charset=utf-8' },
-        },
-      ]);
-      return;
+      respond(
+        res,
+        [
+          JSON.stringify({
+            errors: [{ message, extensions: { code: 'BAD_USER_INPUT', correlationId: ctx.correlationId } }],
+          }),
+          {
+            status: params.status,
+            statusText: 'Error',
+            headers: { 'content-type': 'application/json; charset=utf-8' },
+          },
+        ],
+        ctx.correlationId,
+      );
+      return false;
     }
     const checked = check(params as StreamParams, ctx);
-    if (Array.isArray(checked)) return respond(res, checked);
+    if (Array.isArray(checked)) {
+      respond(res, checked, ctx.correlationId);
+      return false;
+    }
     const base = opts.subgraphUrls[checked.owner];
-    if (!base)
-      return respond(
+    if (!base) {
+      respond(
         res,
         codedResponse(
           new AppError('SERVICE_UNAVAILABLE', 'The stream source is not configured.'),
           503,
           ctx.correlationId,
         ),
+        ctx.correlationId,
       );
+      return false;
+    }
 
     const headers: Record<string, string> = {
       authorization: ctx.authorization,
@@ -489,18 +533,34 @@ export function createStreamHandler(opts: StreamOptions) {
       ...(ctx.forwardedFor ? { 'x-forwarded-for': ctx.forwardedFor } : {}),
       ...(ctx.userAgent ? { 'user-agent': ctx.userAgent } : {}),
     };
-    const events = eventsFor(ctx.correlationId, checked.owner);
-    if (multiplex)
-      return serveMultiplexed(res, ctx, checked.owner, base, headers, checked.subscription, events);
-    return serveDistinct(res, ctx, base, headers, checked.subscription, events);
+    const opened = multiplex
+      ? await serveMultiplexed(res, ctx, checked.owner, base, headers, checked.subscription)
+      : await serveDistinct(res, ctx, checked.owner, base, headers, checked.subscription);
+    if (opened) releaseHeaders(req);
+    return opened;
   }
 
-  const sseHeaders = {
-    connection: 'keep-alive',
-    'cache-control': 'no-cache, no-transform',
-    'content-encoding': 'none',
-    'content-type': 'text/event-stream; charset=utf-8',
-    'x-accel-buffering': 'no',
+  /**
+   * Answers 200 with the SSE headers in one `writeHead` (name, value, ... : the response then keeps only the header
+   * text, no header map).
+   */
+  const answerStream = (res: ServerResponse, correlationId: string): void => {
+    res.writeHead(200, 'OK', [
+      'connection',
+      'keep-alive',
+      'cache-control',
+      'no-cache, no-transform',
+      'content-encoding',
+      'none',
+      'content-type',
+      'text/event-stream; charset=utf-8',
+      'x-accel-buffering',
+      'no',
+      'x-correlation-id',
+      correlationId,
+    ]);
+    res.flushHeaders();
+    forgetSentHeader(res);
   };
 
   const shuttingDown = (correlationId: string): SseResponse =>
@@ -510,40 +570,54 @@ export function createStreamHandler(opts: StreamOptions) {
       correlationId,
     );
 
-  /** How events are rewritten for one client: errors masked, a failure of the source told with a code. */
-  const eventsFor = (correlationId: string, owner: string): StreamEvents => ({
-    maskErrors(data) {
-      let event: ExecutionResult;
-      try {
-        event = JSON.parse(data) as ExecutionResult;
-      } catch {
-        event = { errors: [{ message: 'unparsable event' } as unknown as GraphQLError] };
-      }
-      return JSON.stringify(safeEvent(event, correlationId));
-    },
-    onFailure(reason) {
-      if (!multiplex) log.warn('upstream stream failed', { subgraph: owner, error: reason });
-      return JSON.stringify({
-        errors: [
-          {
-            message: 'The stream source went away. Reconnect to resume (pass the last sequence you handled).',
-            extensions: { code: 'SERVICE_UNAVAILABLE', retryAfterMs: 1000, correlationId },
-          },
-        ],
-      });
-    },
-  });
-
-  const muxFor = (owner: string, base: string): StreamMux => {
-    let mux = muxes.get(owner);
-    if (!mux) {
-      mux = new StreamMux(base, log, owner);
-      muxes.set(owner, mux);
+  /** A `next` event's data with its errors masked for the client (`safeEvent`). */
+  const maskErrors = (data: string, correlationId: string): string => {
+    let event: ExecutionResult;
+    try {
+      event = JSON.parse(data) as ExecutionResult;
+    } catch {
+      event = { errors: [{ message: 'unparsable event' } as unknown as GraphQLError] };
     }
-    return mux;
+    return JSON.stringify(safeEvent(event, correlationId));
   };
 
-  /** One stream as an operation on the gateway's shared connection to the owner (stream-mux.ts). */
+  /** The last `next` event's data when the source went away: a code and when to retry. */
+  const failureEvent = (correlationId: string): string =>
+    JSON.stringify({
+      errors: [
+        {
+          message: 'The stream source went away. Reconnect to resume (pass the last sequence you handled).',
+          extensions: { code: 'SERVICE_UNAVAILABLE', retryAfterMs: 1000, correlationId },
+        },
+      ],
+    });
+
+  /** One shared connection per owner, and what its client streams share (no closures per stream). */
+  const muxFor = (owner: string, base: string): { mux: StreamMux; host: ClientStreamHost } => {
+    let entry = muxes.get(owner);
+    if (!entry) {
+      const mux = new StreamMux(base, log, owner);
+      entry = {
+        mux,
+        host: {
+          maskErrors,
+          // The mux logs the broken connection once for all its streams.
+          failureEvent: (_reason, correlationId) => failureEvent(correlationId),
+          ended(client) {
+            open.delete(client);
+            if (client.id !== undefined) mux.cancel(client.id);
+          },
+        },
+      };
+      muxes.set(owner, entry);
+    }
+    return entry;
+  };
+
+  /**
+   * One stream as an operation on the gateway's shared connection to the owner (stream-mux.ts). Once open, the stream
+   * is its `MuxClientStream` alone: no promise, frame or closure of this function stays behind.
+   */
   async function serveMultiplexed(
     res: ServerResponse,
     ctx: StreamRequestContext,
@@ -551,51 +625,46 @@ export function createStreamHandler(opts: StreamOptions) {
     base: string,
     headers: Record<string, string>,
     subscription: Subscription,
-    events: StreamEvents,
-  ): Promise<void> {
-    const mux = muxFor(owner, base);
-    let ended!: () => void;
-    const over = new Promise<void>((r) => (ended = r));
-    const client: MuxClientStream = new MuxClientStream(res, events, () => {
-      open.delete(client);
-      heartbeats.delete(res);
-      if (client.id !== undefined) mux.cancel(client.id);
-      ended();
-    });
+  ): Promise<boolean> {
+    const { mux, host } = muxFor(owner, base);
+    const client = new MuxClientStream(res, ctx.correlationId, host);
     const answer = await mux.start(headers, subscription, client);
     if (answer.kind === 'unreachable') {
       if (!res.destroyed) {
         log.warn('stream source unreachable', { error: answer.error.message });
-        respond(res, closed ? shuttingDown(ctx.correlationId) : unavailable(ctx.correlationId));
+        respond(
+          res,
+          closed ? shuttingDown(ctx.correlationId) : unavailable(ctx.correlationId),
+          ctx.correlationId,
+        );
       }
-      return;
+      return false;
     }
-    if (answer.kind === 'refused')
-      return respond(res, refusal(answer.status, answer.body, ctx.correlationId));
+    if (answer.kind === 'refused') {
+      respond(res, refusal(answer.status, answer.body, ctx.correlationId), ctx.correlationId);
+      return false;
+    }
     client.id = answer.id;
     if (closed || res.destroyed) {
       mux.cancel(answer.id);
-      if (closed) respond(res, shuttingDown(ctx.correlationId));
-      return;
+      if (closed) respond(res, shuttingDown(ctx.correlationId), ctx.correlationId);
+      return false;
     }
-    res.writeHead(200, 'OK', sseHeaders);
-    res.flushHeaders();
+    answerStream(res, ctx.correlationId);
     open.add(client);
-    heartbeats.add(res);
-    client.opened();
-    // Returned, not awaited: an idle stream keeps no suspended frame (with this function's locals) alive.
-    return over;
+    client.opened(ctx.onEnd);
+    return true;
   }
 
   /** One stream on a connection of its own to the owner (stream-relay.ts). */
   async function serveDistinct(
     res: ServerResponse,
     ctx: StreamRequestContext,
+    owner: string,
     base: string,
     headers: Record<string, string>,
     subscription: Subscription,
-    events: StreamEvents,
-  ): Promise<void> {
+  ): Promise<boolean> {
     const upstream = openUpstream(new URL('/graphql/stream', base), headers, JSON.stringify(subscription));
     // The client may leave before the subgraph answers.
     res.once('close', upstream.abort);
@@ -606,31 +675,34 @@ export function createStreamHandler(opts: StreamOptions) {
     if (answer.kind === 'unreachable') {
       if (!res.destroyed) {
         log.warn('stream source unreachable', { error: answer.error.message });
-        respond(res, unavailable(ctx.correlationId));
+        respond(res, unavailable(ctx.correlationId), ctx.correlationId);
       }
-      return;
+      return false;
     }
-    if (answer.kind === 'refused')
-      return respond(res, refusal(answer.status, answer.body, ctx.correlationId));
+    if (answer.kind === 'refused') {
+      respond(res, refusal(answer.status, answer.body, ctx.correlationId), ctx.correlationId);
+      return false;
+    }
     if (closed || res.destroyed) {
       answer.request.destroy();
-      if (closed) respond(res, shuttingDown(ctx.correlationId));
-      return;
+      if (closed) respond(res, shuttingDown(ctx.correlationId), ctx.correlationId);
+      return false;
     }
-    res.writeHead(200, 'OK', sseHeaders);
-    res.flushHeaders();
-    return new Promise<void>((resolve) => {
-      const relay: SseRelay = new SseRelay(res, answer.request, answer.response, {
-        ...events,
-        onEnd() {
-          open.delete(relay);
-          heartbeats.delete(res);
-          resolve();
-        },
-      });
-      open.add(relay);
-      heartbeats.add(res);
+    answerStream(res, ctx.correlationId);
+    const { correlationId, onEnd } = ctx;
+    const relay: SseRelay = new SseRelay(res, answer.request, answer.response, {
+      maskErrors: (data) => maskErrors(data, correlationId),
+      onFailure(reason) {
+        log.warn('upstream stream failed', { subgraph: owner, error: reason });
+        return failureEvent(correlationId);
+      },
+      onEnd() {
+        open.delete(relay);
+        onEnd?.streamEnded();
+      },
     });
+    open.add(relay);
+    return true;
   }
 
   return {
@@ -640,14 +712,14 @@ export function createStreamHandler(opts: StreamOptions) {
     },
     /** Completes every open stream (each client gets `complete` and its connection ends). */
     completeAll(): void {
-      for (const s of [...open]) s.finish();
+      for (const s of open.list()) s.finish();
     },
     /** Completes every stream and closes the upstream connections. */
     async close(): Promise<void> {
       closed = true;
       // The shared connections first: the subgraphs end their operations, and no cancel is sent for each stream.
-      for (const mux of muxes.values()) mux.close();
-      for (const s of [...open]) s.finish();
+      for (const { mux } of muxes.values()) mux.close();
+      for (const s of open.list()) s.finish();
       for (const abort of [...pending]) abort();
     },
   };
