@@ -14,12 +14,15 @@ import {
   parse,
   specifiedRules,
   validate,
+  createSourceEventStream,
   type DocumentNode,
+  type ExecutionArgs,
   type ExecutionResult,
   type GraphQLFormattedError,
   type GraphQLSchema,
   execute,
 } from 'graphql';
+import type { OperationResult } from 'graphql-sse';
 import { createHandler } from 'graphql-sse/lib/use/http';
 import { z } from 'zod';
 import { assertOperationScope, type TokenVerifier } from './auth.js';
@@ -32,7 +35,12 @@ import { checkDocumentLimits } from './limits.js';
 import { correlationIdFrom, withCorrelationId, type Logger } from './log.js';
 import { Lru } from './lru.js';
 import type { RevocationList } from './revocation.js';
-import { createStreamGuard, endWithReason, type StreamStopSource } from './stream-guard.js';
+import {
+  createStreamGuard,
+  endWithReason,
+  type EndWithReasonOptions,
+  type StreamStopSource,
+} from './stream-guard.js';
 import { originOf, type RequestOrigin } from './origin.js';
 import type { AuthContext } from './tenancy.js';
 
@@ -50,8 +58,12 @@ export interface SubgraphContext {
   responseExtensions: Record<string, unknown>;
   /** Aborted when the client goes away or the server shuts down (streams use it). */
   signal: AbortSignal;
-  /** The request's Authorization header as received, for calls to another subgraph on the caller's behalf. */
-  authorization?: string;
+  /**
+   * The request's Authorization header as received, for calls to another subgraph on the caller's behalf. An
+   * operation of a stream reservation (single-connection mode) holds it until its subscribe resolver has returned,
+   * not for the stream's life: a token is most of what an idle stream would otherwise keep.
+   */
+  authorization?: string | undefined;
   /** Where the request came from (audit records). */
   origin: RequestOrigin;
 }
@@ -220,8 +232,8 @@ export function createSubgraphServer(opts: SubgraphServerOptions): {
     );
   };
 
-  /** Cleanup of each operation of a reservation (single-connection mode), run when the operation ends. */
-  const cleanups = new WeakMap<object, () => void>();
+  /** The operation behind each context of a reservation's operation (single-connection mode). */
+  const operations = new WeakMap<object, StreamOperation>();
   /** Open reservation event streams (single-connection mode), ended on shutdown once their operations completed. */
   const reservations = new Set<ServerResponse>();
   let drained: (() => void) | null = null;
@@ -230,12 +242,105 @@ export function createSubgraphServer(opts: SubgraphServerOptions): {
     if (streams.size === 0) drained?.();
   };
 
+  /**
+   * One operation of a reservation (single-connection mode), from its subscribe to its end: the options of its
+   * `endWithReason` (methods on the prototype, so an idle stream holds no closure of its own), and the mapping of its
+   * events to execution results (what graphql-js's `subscribe` does, without a second iterator around the source).
+   */
+  class StreamOperation implements EndWithReasonOptions<unknown, ExecutionResult> {
+    constructor(
+      readonly abort: AbortController,
+      readonly args: ExecutionArgs & { contextValue: SubgraphContext },
+    ) {}
+
+    cleanup(): void {
+      this.abort.abort();
+      forget(this.abort);
+      guard.unwatch(this.abort);
+    }
+
+    map(payload: unknown): ExecutionResult | Promise<ExecutionResult> {
+      return execute({ ...this.args, rootValue: payload });
+    }
+
+    onError(err: unknown): ExecutionResult {
+      const ctx = this.args.contextValue;
+      ctx.log.error('stream failed', { error: err, correlationId: ctx.correlationId });
+      return {
+        errors: [
+          new GraphQLError(
+            'The stream source went away. Reconnect to resume (pass the last sequence you handled).',
+            { extensions: { code: 'SERVICE_UNAVAILABLE', retryAfterMs: 1000 } },
+          ),
+        ],
+      };
+    }
+  }
+
+  /** A distinct-connection stream: its events mapped to execution results like a reservation's. */
+  class DistinctStream implements EndWithReasonOptions<unknown, ExecutionResult> {
+    constructor(readonly args: ExecutionArgs) {}
+    map(payload: unknown): ExecutionResult | Promise<ExecutionResult> {
+      return execute({ ...this.args, rootValue: payload });
+    }
+  }
+
+  /**
+   * The context of a stream's operation. An operation of a reservation is watched from here on and ended by its
+   * StreamOperation; a distinct-connection stream ends when its response closes.
+   */
+  const streamContext = async (
+    raw: IncomingMessage,
+    res: ServerResponse,
+    abort: AbortController,
+    document: DocumentNode,
+    operationName: string | null | undefined,
+  ): Promise<SubgraphContext> => {
+    const correlationId = correlationIdFrom(raw.headers['x-correlation-id']);
+    if (raw.headers[STREAM_TOKEN_HEADER]) {
+      // An operation of a reservation: its request ends at once (202); it lives until it completes, is cancelled
+      // (DELETE), or its event stream closes, and cleans up then (onOperation).
+      const ctx = await contextFor(raw, correlationId, abort.signal, document, operationName);
+      await guard.admit(ctx.auth);
+      streams.add(abort);
+      guard.watch(ctx.auth, abort);
+      return ctx;
+    }
+    streams.add(abort);
+    // The response, not the request: since Node 16 a request emits 'close' once its body is read, before the
+    // stream even starts, so the client leaving was never noticed. The response closes when the client goes.
+    const gone = () => {
+      abort.abort();
+      forget(abort);
+      guard.unwatch(abort);
+      // While shutting down, a finished stream leaves an idle keep-alive socket that would hold close() open.
+      if (shuttingDown) setImmediate(() => server.closeIdleConnections());
+    };
+    if (res.closed) gone();
+    else res.once('close', gone);
+    const ctx = await contextFor(raw, correlationId, abort.signal, document, operationName);
+    await guard.admit(ctx.auth);
+    if (!res.closed) guard.watch(ctx.auth, abort);
+    return ctx;
+  };
+
+  const refusal = (
+    status: number,
+    statusText: string,
+    message: string,
+    headers: Record<string, string> = {},
+  ) =>
+    [
+      JSON.stringify({ errors: [{ message }] }),
+      { status, statusText, headers: { 'content-type': 'application/json; charset=utf-8', ...headers } },
+    ] as [string, { status: number; statusText: string; headers: Record<string, string> }];
+
   const sse = createHandler<SubgraphContext & Record<PropertyKey, unknown>>({
     schema,
     // Distinct connections (one request per stream), and graphql-sse's single-connection mode, which the gateway uses
     // to carry many streams over one connection: PUT makes a reservation (for any caller with a valid token: it
     // carries nothing by itself), its token then names the event stream and each operation, and every operation is
-    // authenticated with its own caller's token like any request (`context`).
+    // authenticated with its own caller's token like any request (`onSubscribe`).
     authenticate: async (req) => {
       const token = req.headers.get(STREAM_TOKEN_HEADER);
       if (token) return token;
@@ -244,70 +349,68 @@ export function createSubgraphServer(opts: SubgraphServerOptions): {
       if (!auth) throw new AppError('UNAUTHENTICATED', 'A stream reservation needs an access token.');
       return randomUUID();
     },
-    context: async (req, params) => {
-      const raw = req.raw;
-      const correlationId = correlationIdFrom(raw.headers['x-correlation-id']);
-      const abort = new AbortController();
-      const { document } = typeof params.query === 'string' ? prepare(params.query) : {};
-      if (raw.headers[STREAM_TOKEN_HEADER]) {
-        // An operation of a reservation: its request ends at once (202); it lives until it completes, is cancelled
-        // (DELETE), or its event stream closes, and cleans up then (onOperation).
-        const ctx = await contextFor(raw, correlationId, abort.signal, document, params.operationName);
-        await guard.admit(ctx.auth);
-        streams.add(abort);
-        const unwatch = guard.watch(ctx.auth, abort);
-        cleanups.set(ctx, () => {
-          abort.abort();
-          forget(abort);
-          unwatch();
-        });
-        return ctx as SubgraphContext & Record<PropertyKey, unknown>;
+    // The document comes parsed and validated from `prepare` (cached by query text, shared by every operation of the
+    // same query): graphql-sse does not parse it again, and validation already happened there, with our rules.
+    onSubscribe: async (req, params) => {
+      const prepared = typeof params.query === 'string' ? prepare(params.query) : undefined;
+      if (prepared?.error) {
+        return [
+          JSON.stringify({
+            errors: [{ message: prepared.error.message, extensions: prepared.error.extensions }],
+          }),
+          { status: 400, statusText: 'Bad Request' },
+        ];
       }
-      streams.add(abort);
-      // The response, not the request: since Node 16 a request emits 'close' once its body is read, before the
-      // stream even starts, so the client leaving was never noticed. The response closes when the client goes.
-      const res = req.context.res;
-      let unwatch = () => undefined as void;
-      const gone = () => {
-        abort.abort();
-        forget(abort);
-        unwatch();
-        // While shutting down, a finished stream leaves an idle keep-alive socket that would hold close() open.
-        if (shuttingDown) setImmediate(() => server.closeIdleConnections());
+      const document = prepared?.document;
+      if (!document) return refusal(400, 'Bad Request', 'The request must carry a "query" string.');
+      // Checked before a context exists (graphql-sse checks again): a refused operation leaves nothing watched.
+      const operation = getOperationAST(document, params.operationName);
+      if (!operation) return refusal(400, 'Bad Request', 'Unable to detect operation AST');
+      if (operation.operation === 'mutation' && req.method === 'GET') {
+        return refusal(405, 'Method Not Allowed', 'Cannot perform mutations over GET', { allow: 'POST' });
+      }
+      const abort = new AbortController();
+      const ctx = (await streamContext(
+        req.raw,
+        req.context.res,
+        abort,
+        document,
+        params.operationName,
+      )) as SubgraphContext & Record<PropertyKey, unknown>;
+      const args = {
+        schema,
+        document,
+        operationName: params.operationName,
+        variableValues: params.variables,
+        contextValue: ctx,
       };
-      if (res.closed) gone();
-      else res.once('close', gone);
-      const ctx = await contextFor(raw, correlationId, abort.signal, document, params.operationName);
-      await guard.admit(ctx.auth);
-      if (!res.closed) unwatch = guard.watch(ctx.auth, abort);
-      return ctx as SubgraphContext & Record<PropertyKey, unknown>;
+      if (req.raw.headers[STREAM_TOKEN_HEADER]) operations.set(ctx, new StreamOperation(abort, args));
+      return args;
     },
+    // Validation happened in `prepare`, with our rules (introspection off unless configured).
+    validate: () => [],
+    // The source event stream only: onOperation maps its events (StreamOperation.map), one iterator per stream.
+    subscribe: (args) => createSourceEventStream(args) as unknown as OperationResult,
     // A revoked or expired token ends the stream with a last UNAUTHENTICATED event (stream-guard.ts).
-    onOperation: (ctx, req, _args, result) => {
-      const cleanup = cleanups.get(ctx);
-      if (!cleanup) return Symbol.asyncIterator in result ? endWithReason(result, ctx.signal) : undefined;
+    onOperation: (ctx, req, args, result) => {
+      const streaming = Symbol.asyncIterator in result;
+      const operation = operations.get(ctx);
+      if (!operation) {
+        return streaming
+          ? endWithReason(result as AsyncIterable<unknown>, ctx.signal, new DistinctStream(args))
+          : undefined;
+      }
+      operations.delete(ctx);
       // An operation of a reservation: its request was answered (202) and is not needed again, but graphql-sse keeps
       // its request object for the operation's life; let the request and response behind it go.
       Object.assign(req, { raw: undefined, context: undefined, headers: undefined, body: undefined });
-      if (!(Symbol.asyncIterator in result)) {
-        cleanup();
+      ctx.authorization = undefined;
+      if (!streaming) {
+        operation.cleanup();
         return undefined;
       }
       // One operation failing must not end the others on its connection: it ends alone, saying so with a code.
-      return endWithReason(result, ctx.signal, {
-        cleanup,
-        onError: (err) => {
-          ctx.log.error('stream failed', { error: err, correlationId: ctx.correlationId });
-          return {
-            errors: [
-              new GraphQLError(
-                'The stream source went away. Reconnect to resume (pass the last sequence you handled).',
-                { extensions: { code: 'SERVICE_UNAVAILABLE', retryAfterMs: 1000 } },
-              ),
-            ],
-          };
-        },
-      });
+      return endWithReason(result as AsyncIterable<unknown>, ctx.signal, operation);
     },
     // Errors inside a stream get the same masking and codes as on /graphql.
     onNext: (ctx, _req, result) =>
@@ -317,18 +420,6 @@ export function createSubgraphServer(opts: SubgraphServerOptions): {
             errors: result.errors.map((e) => formatError(e, ctx.log, ctx.correlationId)),
           } as unknown as typeof result)
         : undefined,
-    onSubscribe: (req, params) => {
-      const prepared = prepare(params.query as string);
-      if (prepared.error) {
-        return [
-          JSON.stringify({
-            errors: [{ message: prepared.error.message, extensions: prepared.error.extensions }],
-          }),
-          { status: 400, statusText: 'Bad Request' },
-        ];
-      }
-      return undefined;
-    },
   });
 
   const server = createServer((req, res) => {

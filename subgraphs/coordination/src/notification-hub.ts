@@ -40,28 +40,27 @@ class ChannelHub {
     private readonly router: ChannelRouter,
   ) {}
 
-  /** Registers, and resolves once the channel is listened to; returns the function that unregisters. */
-  async add(key: string, sub: HubSubscriber): Promise<() => Promise<void>> {
+  /** Registers, and resolves once the channel is listened to (unregistered again if that fails). */
+  async add(key: string, sub: HubSubscriber): Promise<void> {
     let set = this.subs.get(key);
     if (!set) this.subs.set(key, (set = new Set()));
     set.add(sub);
     this.size++;
-    let removed = false;
-    const remove = async () => {
-      if (removed) return;
-      removed = true;
-      set.delete(sub);
-      if (set.size === 0 && this.subs.get(key) === set) this.subs.delete(key);
-      this.size--;
-      await this.serial(() => this.stopIfIdle());
-    };
     try {
       await this.serial(() => this.ensureListening());
     } catch (err) {
-      await remove().catch(() => undefined);
+      await this.remove(key, sub).catch(() => undefined);
       throw err;
     }
-    return remove;
+  }
+
+  /** Unregisters (once: a subscriber not registered is ignored); the last one out ends the LISTEN. */
+  async remove(key: string, sub: HubSubscriber): Promise<void> {
+    const set = this.subs.get(key);
+    if (!set?.delete(sub)) return;
+    if (set.size === 0) this.subs.delete(key);
+    this.size--;
+    await this.serial(() => this.stopIfIdle());
   }
 
   private serial(fn: () => Promise<void>): Promise<void> {
@@ -102,9 +101,18 @@ class ChannelHub {
 
 const hubs = new WeakMap<Database, Map<string, ChannelHub>>();
 
+function hubOf(db: Database, channel: string, router: ChannelRouter): ChannelHub {
+  let channels = hubs.get(db);
+  if (!channels) hubs.set(db, (channels = new Map()));
+  let hub = channels.get(channel);
+  if (!hub) channels.set(channel, (hub = new ChannelHub(db, channel, router)));
+  return hub;
+}
+
 /**
  * Subscribes to `channel` notifications routed to `key` on this database handle. `router` must be the same for
- * every subscriber of a channel (the first one's is kept). Resolves once the LISTEN is in place.
+ * every subscriber of a channel (the first one's is kept). Resolves once the LISTEN is in place. Nothing is
+ * allocated per subscriber but its entry: unsubscribe with the same arguments (`unsubscribeNotifications`).
  */
 export function subscribeNotifications(
   db: Database,
@@ -112,10 +120,16 @@ export function subscribeNotifications(
   router: ChannelRouter,
   key: string,
   sub: HubSubscriber,
-): Promise<() => Promise<void>> {
-  let channels = hubs.get(db);
-  if (!channels) hubs.set(db, (channels = new Map()));
-  let hub = channels.get(channel);
-  if (!hub) channels.set(channel, (hub = new ChannelHub(db, channel, router)));
-  return hub.add(key, sub);
+): Promise<void> {
+  return hubOf(db, channel, router).add(key, sub);
+}
+
+/** Ends a subscription made with `subscribeNotifications`; a second call (or one never made) does nothing. */
+export async function unsubscribeNotifications(
+  db: Database,
+  channel: string,
+  key: string,
+  sub: HubSubscriber,
+): Promise<void> {
+  await hubs.get(db)?.get(channel)?.remove(key, sub);
 }

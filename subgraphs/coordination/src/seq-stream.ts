@@ -22,7 +22,12 @@ import {
   type Logger,
   type Queryable,
 } from '@agentgraph/runtime';
-import { subscribeNotifications, type ChannelRouter, type HubSubscriber } from './notification-hub.js';
+import {
+  subscribeNotifications,
+  unsubscribeNotifications,
+  type ChannelRouter,
+  type HubSubscriber,
+} from './notification-hub.js';
 
 /** Rows read per round trip while catching up. */
 export const STREAM_PAGE_SIZE = 100;
@@ -54,73 +59,177 @@ export interface SequencedStreamOptions<T> {
   logFields: Record<string, unknown>;
 }
 
-export async function* sequencedStream<T>(
-  opts: SequencedStreamOptions<T>,
-): AsyncGenerator<T, void, undefined> {
-  const { db, auth, log, signal, logFields } = opts;
-  const pageSize = opts.pageSize ?? STREAM_PAGE_SIZE;
-  if (signal.aborted) return;
+const DONE = Object.freeze({ value: undefined, done: true }) as IteratorReturnResult<undefined>;
+/** The buffer of a stream with nothing buffered (never written to). */
+const NOTHING: readonly never[] = Object.freeze([]);
 
-  // One-slot wake-up: `dirty` remembers that something may have arrived while we were busy reading or yielding.
-  let dirty = true;
-  let wake: (() => void) | null = null;
-  const poke = () => {
-    dirty = true;
-    const w = wake;
-    wake = null;
-    w?.();
-  };
-  const subscriber: HubSubscriber = {
-    poke,
-    reconnected: () => {
-      log.info('stream listener reconnected; re-reading', logFields);
-      poke();
-    },
-  };
+/**
+ * The stream as one object with explicit promises, not an async generator: while idle it holds its state, one
+ * pending `next()` promise, its hub entry and one abort listener (no suspended function, no closures of its own; it
+ * is its own hub subscriber and abort listener). `pump` runs only while there is something to do: subscribe, read a
+ * page, hand out an item, end.
+ */
+class SequencedStream<T> implements HubSubscriber {
+  /** The last seq accepted (handed out, or buffered in `page` to be). */
+  private last: number;
+  /** Items read and not yet handed out, from `index` on. */
+  private page: readonly T[] = NOTHING;
+  private index = 0;
+  /** Something may have been committed since the last read (a notification, a reconnect, a full page). */
+  private dirty = true;
+  private listening: 'no' | 'pending' | 'yes' = 'no';
+  private done = false;
+  private running = false;
+  /** The pending `next()`: its promise and the functions that settle it. */
+  private pending: Promise<IteratorResult<T, void>> | null = null;
+  private resolve: ((result: IteratorResult<T, void>) => void) | null = null;
+  private reject: ((err: unknown) => void) | null = null;
 
-  signal.addEventListener('abort', poke);
-  // Listen first: from here on no commit can slip between the backlog read and the live phase.
-  let unlisten: (() => Promise<void>) | null = null;
-  try {
-    unlisten = await subscribeNotifications(db, opts.channel, opts.router, opts.routeKey, subscriber);
-    let last = opts.afterSeq;
-    while (!signal.aborted) {
-      if (!dirty) {
-        await new Promise<void>((resolve) => (wake = resolve));
-        continue;
-      }
-      dirty = false;
-      for (;;) {
-        const from = last;
-        const page = opts.readOnce
-          ? await opts.readOnce(db, from, pageSize)
-          : await withTenant(db, auth, (tx) => opts.read(tx, from, pageSize));
-        for (const item of page) {
-          if (signal.aborted) return;
-          const seq = opts.seqOf(item);
-          if (seq !== last + 1) {
-            // Cannot happen while seqs commit in order (see above); never skip silently if it ever does.
-            log.error('stream found a gap in the sequence; re-reading', {
-              ...logFields,
-              expected: last + 1,
-              got: seq,
-            });
-            break;
-          }
-          last = seq;
-          yield item;
-          if (opts.isLast?.(item)) return;
+  constructor(private readonly opts: SequencedStreamOptions<T>) {
+    this.last = opts.afterSeq;
+  }
+
+  next(): Promise<IteratorResult<T, void>> {
+    // One at a time, in order (a caller that overlaps them waits its turn).
+    if (this.pending) return this.pending.then(() => this.next());
+    if (this.done) return Promise.resolve(DONE);
+    const pending = new Promise<IteratorResult<T, void>>((resolve, reject) => {
+      this.resolve = resolve;
+      this.reject = reject;
+    });
+    this.pending = pending;
+    void this.pump();
+    return pending;
+  }
+
+  async return(): Promise<IteratorResult<T, void>> {
+    await this.finish();
+    return DONE;
+  }
+
+  async throw(err?: unknown): Promise<IteratorResult<T, void>> {
+    await this.finish();
+    throw err;
+  }
+
+  [Symbol.asyncIterator](): this {
+    return this;
+  }
+
+  /** Something this stream may care about was committed. */
+  poke(): void {
+    this.dirty = true;
+    if (this.pending) void this.pump();
+  }
+
+  /** The listener connection came back: anything may have been missed. */
+  reconnected(): void {
+    this.opts.log.info('stream listener reconnected; re-reading', this.opts.logFields);
+    this.poke();
+  }
+
+  /** The signal's abort: a waiting stream ends now. */
+  handleEvent(): void {
+    this.poke();
+  }
+
+  private take(): ((result: IteratorResult<T, void>) => void) | null {
+    const resolve = this.resolve;
+    this.pending = this.resolve = this.reject = null;
+    return resolve;
+  }
+
+  private async pump(): Promise<void> {
+    if (this.running) return;
+    this.running = true;
+    const { opts } = this;
+    try {
+      while (this.pending && !this.done) {
+        if (opts.signal.aborted) {
+          await this.finish();
+          return;
         }
-        if (page.length < pageSize || last !== (page.length ? opts.seqOf(page.at(-1)!) : last)) break;
+        if (this.listening === 'no') {
+          // Listen first: from here on no commit can slip between the backlog read and the live phase.
+          this.listening = 'pending';
+          opts.signal.addEventListener('abort', this);
+          await subscribeNotifications(opts.db, opts.channel, opts.router, opts.routeKey, this);
+          this.listening = 'yes';
+          if (this.done) await this.unlisten(); // ended while subscribing
+          continue;
+        }
+        if (this.index < this.page.length) {
+          const item = this.page[this.index]!;
+          (this.page as T[])[this.index++] = undefined as T; // handed out: not kept
+          this.take()!({ value: item, done: false });
+          if (opts.isLast?.(item)) await this.finish();
+          continue;
+        }
+        this.page = NOTHING;
+        this.index = 0;
+        if (!this.dirty) return; // idle until a poke
+        this.dirty = false;
+        await this.read();
       }
-    }
-  } finally {
-    signal.removeEventListener('abort', poke);
-    wake = null;
-    if (unlisten) {
-      await unlisten().catch((err: unknown) =>
-        log.warn('stream could not unlisten', { ...logFields, error: err }),
-      );
+    } catch (err) {
+      const reject = this.reject;
+      this.pending = this.resolve = this.reject = null;
+      await this.finish();
+      reject?.(err);
+    } finally {
+      this.running = false;
     }
   }
+
+  /** Reads the page after `last`; accepts its items up to a gap, and marks a full page for another read. */
+  private async read(): Promise<void> {
+    const { opts } = this;
+    const pageSize = opts.pageSize ?? STREAM_PAGE_SIZE;
+    const from = this.last;
+    const page = opts.readOnce
+      ? await opts.readOnce(opts.db, from, pageSize)
+      : await withTenant(opts.db, opts.auth, (tx) => opts.read(tx, from, pageSize));
+    if (this.done) return;
+    let accepted = page.length;
+    for (let i = 0; i < page.length; i++) {
+      const seq = opts.seqOf(page[i]!);
+      if (seq !== this.last + 1) {
+        // Cannot happen while seqs commit in order (see above); never skip silently if it ever does.
+        opts.log.error('stream found a gap in the sequence; re-reading', {
+          ...opts.logFields,
+          expected: this.last + 1,
+          got: seq,
+        });
+        accepted = i;
+        break;
+      }
+      this.last = seq;
+    }
+    this.page = accepted === page.length ? page : page.slice(0, accepted);
+    this.index = 0;
+    // A full page without a gap: there may be more right after it.
+    if (page.length === pageSize && accepted === page.length) this.dirty = true;
+  }
+
+  /** Ends the stream once: answers a pending `next()` with done, stops listening. */
+  private async finish(): Promise<void> {
+    if (this.done) return;
+    this.done = true;
+    this.page = NOTHING;
+    this.take()?.(DONE);
+    this.opts.signal.removeEventListener('abort', this);
+    if (this.listening === 'yes') await this.unlisten();
+  }
+
+  private async unlisten(): Promise<void> {
+    const { opts } = this;
+    this.listening = 'no';
+    await unsubscribeNotifications(opts.db, opts.channel, opts.routeKey, this).catch((err: unknown) =>
+      opts.log.warn('stream could not unlisten', { ...opts.logFields, error: err }),
+    );
+  }
+}
+
+export function sequencedStream<T>(opts: SequencedStreamOptions<T>): AsyncGenerator<T, void, undefined> {
+  return new SequencedStream(opts) as unknown as AsyncGenerator<T, void, undefined>;
 }

@@ -14,6 +14,9 @@ import {
   tenantRead,
   toConnection,
   type AuthContext,
+  type Database,
+  type Logger,
+  type Queryable,
   type SubgraphContext,
 } from '@agentgraph/runtime';
 import { auditOriginOf, requestOriginOf } from '../audit-origin.js';
@@ -23,7 +26,7 @@ import { takeRateToken } from '../limits/rate-limiter.js';
 import { parseArg } from '../input.js';
 import { userRef } from '../models.js';
 import type { ChannelRouter } from '../notification-hub.js';
-import { sequencedStream } from '../seq-stream.js';
+import { sequencedStream, type SequencedStreamOptions } from '../seq-stream.js';
 import type { DeviceDirectory } from './device-directory.js';
 import {
   AfterSeqArg,
@@ -80,6 +83,56 @@ const intentRouter: ChannelRouter = (n) => {
   const forIntent = `intent:${tenant}:${String(n['intentId'])}`;
   return n['n'] === 1 ? [`device:${tenant}:${String(n['deviceId'])}`, forIntent] : [forIntent];
 };
+
+/**
+ * What a device's intent stream reads (Subscription.deviceIntents): methods on the prototype, not closures, so an
+ * idle stream (thousands per process) holds only these fields.
+ */
+class DeviceIntentFeed implements SequencedStreamOptions<IntentModel> {
+  readonly db: Database;
+  readonly log: Logger;
+  readonly signal: AbortSignal;
+
+  constructor(
+    ctx: Pick<SubgraphContext, 'db' | 'log' | 'signal'>,
+    readonly auth: AuthContext,
+    private readonly deviceId: string,
+    readonly afterSeq: number,
+  ) {
+    this.db = ctx.db;
+    this.log = ctx.log;
+    this.signal = ctx.signal;
+  }
+
+  /** Made when the stream (un)subscribes, not kept: the hub holds one copy per device. */
+  get routeKey(): string {
+    return `device:${this.auth.tenantId}:${this.deviceId}`;
+  }
+
+  get channel(): string {
+    return INTENTS_CHANNEL;
+  }
+
+  get router(): ChannelRouter {
+    return intentRouter;
+  }
+
+  get logFields(): Record<string, unknown> {
+    return { deviceId: this.deviceId };
+  }
+
+  read(tx: Queryable, after: number, limit: number): Promise<IntentModel[]> {
+    return intentsAfter(tx, this.deviceId, after, limit);
+  }
+
+  readOnce(db: Queryable, after: number, limit: number): Promise<IntentModel[]> {
+    return intentsAfterOnce(db, this.auth, this.deviceId, after, limit);
+  }
+
+  seqOf(intent: IntentModel): number {
+    return intent.seq;
+  }
+}
 
 function requireDeviceToken(auth: AuthContext, what: string): string {
   if (!auth.deviceId) {
@@ -291,20 +344,7 @@ export function createIntentResolvers(deps: IntentResolverDeps): IntentResolvers
               { argument: 'afterSeq', lastSeq },
             );
           }
-          return sequencedStream<IntentModel>({
-            db: ctx.db,
-            auth,
-            log: ctx.log,
-            signal: ctx.signal,
-            channel: INTENTS_CHANNEL,
-            router: intentRouter,
-            routeKey: `device:${auth.tenantId}:${deviceId}`,
-            read: (tx, after, limit) => intentsAfter(tx, deviceId, after, limit),
-            readOnce: (db, after, limit) => intentsAfterOnce(db, auth, deviceId, after, limit),
-            seqOf: (i) => i.seq,
-            afterSeq,
-            logFields: { deviceId },
-          });
+          return sequencedStream(new DeviceIntentFeed(ctx, auth, deviceId, afterSeq));
         },
         resolve: (intent: IntentModel) => intent,
       },
