@@ -40,7 +40,24 @@ import type { LoadJob, LoadResult } from './procs/load.js';
 import type { SubgraphsReady } from './procs/subgraphs.js';
 import { runAuthBench } from './auth/run-auth.js';
 
+/**
+ * Modes that run one bench script hand it every other argument as is (`npm run bench -- --coordination --streams
+ * 10000 --rate 100`): the script checks them; this runner does not know them.
+ */
+const SCRIPT_MODES = [
+  'coordination',
+  'memory',
+  'catalog',
+  'console',
+  'csharp',
+  'python',
+  'schema-check',
+] as const;
+const scriptMode = SCRIPT_MODES.find((m) => process.argv.includes(`--${m}`));
+const forwarded = scriptMode ? process.argv.slice(2).filter((a) => a !== `--${scriptMode}`) : [];
+
 const { values: args } = parseArgs({
+  args: scriptMode ? [`--${scriptMode}`] : process.argv.slice(2),
   options: {
     profile: { type: 'boolean', default: false },
     'subgraph-servers': { type: 'boolean', default: false },
@@ -620,7 +637,8 @@ function writeSupergraph(urls: Record<string, string>): string {
  */
 function runScripts(scripts: Record<string, string[]>): void {
   const out: Record<string, unknown> = { bench: MODE, machine, at: new Date().toISOString() };
-  for (const [name, argv] of Object.entries(scripts)) {
+  for (const [name, script] of Object.entries(scripts)) {
+    const argv = [...script, ...forwarded];
     log(`${name}: ${argv.join(' ')}`);
     const stdout = execFileSync(process.execPath, ['--import', 'tsx', ...argv], {
       cwd: REPO_ROOT,
