@@ -140,16 +140,14 @@ export function createStreamGuard(opts: StreamGuardOptions = {}): StreamGuard {
     }
     return null;
   };
+  const revokedError = () =>
+    new AppError(
+      'UNAUTHENTICATED',
+      'The access token of this stream was revoked. Sign in again to resubscribe.',
+    );
   const unsubscribe = opts.revocations?.subscribe(() => {
     for (const [abort, auth] of watched) {
-      if (opts.revocations!.isRevoked(auth)) {
-        abort.abort(
-          new AppError(
-            'UNAUTHENTICATED',
-            'The access token of this stream was revoked. Sign in again to resubscribe.',
-          ),
-        );
-      }
+      if (opts.revocations!.isRevoked(auth)) abort.abort(revokedError());
     }
   });
   const unsubscribeStops = stops.map((s) =>
@@ -168,6 +166,11 @@ export function createStreamGuard(opts: StreamGuardOptions = {}): StreamGuard {
     },
     watch(auth, abort) {
       if (!auth || abort.signal.aborted) return;
+      // Revoked between its check (when the stream's context was made) and now: the list's news came in between.
+      if (opts.revocations?.isRevoked(auth)) {
+        abort.abort(revokedError());
+        return;
+      }
       const refused = stopReason(auth);
       if (refused) {
         abort.abort(refused);

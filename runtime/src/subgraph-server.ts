@@ -88,6 +88,8 @@ export interface SubgraphServerOptions {
 export interface RunningServer {
   server: Server;
   url: string;
+  /** Streams running now: distinct-connection streams and operations of reservations. */
+  openStreams(): number;
   close(): Promise<void>;
 }
 
@@ -300,10 +302,10 @@ export function createSubgraphServer(opts: SubgraphServerOptions): {
     if (raw.headers[STREAM_TOKEN_HEADER]) {
       // An operation of a reservation: its request ends at once (202); it lives until it completes, is cancelled
       // (DELETE), or its event stream closes, and cleans up then (onOperation).
+      // It is counted and watched from onOperation on: graphql-sse drops an operation cancelled (DELETE) while its
+      // context was being made without running it (204) and never calls onOperation, so nothing here may need undoing.
       const ctx = await contextFor(raw, correlationId, abort.signal, document, operationName);
       await guard.admit(ctx.auth);
-      streams.add(abort);
-      guard.watch(ctx.auth, abort);
       return ctx;
     }
     streams.add(abort);
@@ -409,6 +411,9 @@ export function createSubgraphServer(opts: SubgraphServerOptions): {
         operation.cleanup();
         return undefined;
       }
+      streams.add(operation.abort);
+      guard.watch(ctx.auth, operation.abort);
+      if (shuttingDown) operation.abort.abort();
       // One operation failing must not end the others on its connection: it ends alone, saying so with a code.
       return endWithReason(result as AsyncIterable<unknown>, ctx.signal, operation);
     },
@@ -473,6 +478,7 @@ export function createSubgraphServer(opts: SubgraphServerOptions): {
           resolve({
             server,
             url,
+            openStreams: () => streams.size,
             async close() {
               shuttingDown = true;
               guard.close();

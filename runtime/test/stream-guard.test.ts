@@ -162,6 +162,23 @@ describe('stream guard', () => {
     expect(timers).toHaveLength(2);
   });
 
+  it('refuses to watch a stream whose token was revoked since it was checked', () => {
+    const clock = fakeTimers();
+    const revoked = new Set<string>(['late']);
+    const guard = createStreamGuard({
+      now: clock.now,
+      setTimer: clock.setTimer,
+      revocations: { isRevoked: (a) => revoked.has(a.tokenId!), subscribe: () => () => undefined },
+    });
+    const late = new AbortController();
+    guard.watch(auth({ tokenId: 'late' }), late);
+    expect((late.signal.reason as AppError).code).toBe('UNAUTHENTICATED');
+    expect((late.signal.reason as AppError).message).toContain('revoked');
+    const fine = new AbortController();
+    guard.watch(auth({ tokenId: 'fine' }), fine);
+    expect(fine.signal.aborted).toBe(false);
+  });
+
   it('admit re-reads only a source that would refuse, and then watch acts on the fresh answer', async () => {
     const stopped = new Set<string>(['t']);
     const refreshes: string[] = [];

@@ -18,7 +18,12 @@ import type { TokenVerifier } from '../src/auth.js';
 import { loadConfig } from '../src/config.js';
 import type { Database } from '../src/db/types.js';
 import { createLogger } from '../src/log.js';
-import { createSubgraphServer, type RunningServer, type SubgraphContext } from '../src/subgraph-server.js';
+import {
+  STREAM_TOKEN_HEADER,
+  createSubgraphServer,
+  type RunningServer,
+  type SubgraphContext,
+} from '../src/subgraph-server.js';
 import type { AuthContext } from '../src/tenancy.js';
 
 /** Per stream name: the source's pushes (the test decides when a value comes), and who waits for one. */
@@ -73,7 +78,18 @@ const schema = new GraphQLSchema({
   }),
 });
 
-const verifyToken: TokenVerifier = async (authorization) =>
+/** While set, checking the token `Bearer slow` waits for it (an operation cancelled while its context is made). */
+let slowCheck: { reached: () => void; release: Promise<void> } | null = null;
+
+const verifyToken: TokenVerifier = async (authorization) => {
+  if (authorization === 'Bearer slow' && slowCheck) {
+    slowCheck.reached();
+    await slowCheck.release;
+  }
+  return verifyNow(authorization);
+};
+
+const verifyNow = (authorization: string | undefined) =>
   authorization
     ? ({
         tenantId: '00000000-0000-4000-8000-000000000001',
@@ -197,5 +213,56 @@ describe.each([
     expect(s.ended()).not.toBe('complete');
     expect(String(s.ended())).toMatch(/400|Unable to detect operation AST/);
     expect(feeds.has(`${mode}-x`)).toBe(false);
+  });
+});
+
+describe('subgraph server reservations', () => {
+  const stream = () => `${running.url}/graphql/stream`;
+  async function reserve(): Promise<{ token: string; events: Response }> {
+    const put = await fetch(stream(), { method: 'PUT', headers: { authorization: 'Bearer dora' } });
+    expect(put.status).toBe(201);
+    const token = await put.text();
+    const events = await fetch(stream(), {
+      headers: { accept: 'text/event-stream', [STREAM_TOKEN_HEADER]: token },
+    });
+    expect(events.status).toBe(200);
+    return { token, events };
+  }
+  const operation = (token: string, id: string, name: string, authorization: string) =>
+    fetch(stream(), {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization, [STREAM_TOKEN_HEADER]: token },
+      body: JSON.stringify({
+        query: 'subscription T($name: String!) { ticks(name: $name) }',
+        variables: { name },
+        extensions: { operationId: id },
+      }),
+    });
+  const cancel = (token: string, id: string) =>
+    fetch(`${stream()}?operationId=${id}`, { method: 'DELETE', headers: { [STREAM_TOKEN_HEADER]: token } });
+
+  it('counts an operation while it runs, and leaves nothing behind for one cancelled before it ran', async () => {
+    const { token, events } = await reserve();
+    expect(running.openStreams()).toBe(0);
+    expect((await operation(token, 'op-1', 'res-1', 'Bearer dora')).status).toBe(202);
+    await fed('res-1');
+    expect(running.openStreams()).toBe(1);
+    expect((await cancel(token, 'op-1')).status).toBe(200);
+    await expect.poll(() => running.openStreams()).toBe(0);
+
+    // Cancelled while its context is being made: graphql-sse answers 204 and never runs it.
+    let reached = () => undefined as void;
+    const atCheck = new Promise<void>((r) => (reached = r));
+    let release = () => undefined as void;
+    slowCheck = { reached, release: new Promise<void>((r) => (release = r)) };
+    const pending = operation(token, 'op-2', 'res-2', 'Bearer slow');
+    await atCheck;
+    expect((await cancel(token, 'op-2')).status).toBe(200);
+    release();
+    expect((await pending).status).toBe(204);
+    slowCheck = null;
+    expect(feeds.has('res-2')).toBe(false);
+    expect(running.openStreams()).toBe(0);
+    await events.body?.cancel();
   });
 });
