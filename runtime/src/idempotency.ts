@@ -61,29 +61,26 @@ export async function runIdempotent<T>(
   validateIdempotencyKey(req.key);
   const fp = fingerprint(req.operation, req.args);
   return withTenant(db, auth, async (tx) => {
-    const lock = await tx.query<{ locked: boolean }>(
-      'SELECT pg_try_advisory_xact_lock(hashtextextended($1, 0)) AS locked',
-      [`${auth.tenantId}\n${auth.principalId}\n${req.key}`],
-    );
-    if (!lock.rows[0]?.locked) {
+    // The key's lock and its stored answer in one round trip; an expired answer is gone after it (migration 004).
+    const claim = await tx.query<{
+      locked: boolean;
+      fingerprint: string | null;
+      response: T | null;
+      erased_at: Date | string | null;
+    }>('SELECT locked, fingerprint, response, erased_at FROM runtime.claim_idempotency_key($1, $2, $3)', [
+      auth.tenantId,
+      auth.principalId,
+      req.key,
+    ]);
+    const row = claim.rows[0];
+    if (!row?.locked) {
       throw new AppError(
         'IDEMPOTENCY_KEY_IN_PROGRESS',
         'A request with this idempotency key is still running. Retry the same request with backoff.',
         { retryAfterMs: 250 },
       );
     }
-    const prior = await tx.query<{
-      fingerprint: string;
-      response: T;
-      live: boolean;
-      erased_at: Date | string | null;
-    }>(
-      `SELECT fingerprint, response, expires_at > now() AS live, erased_at FROM runtime.idempotency_keys
-        WHERE tenant_id = $1 AND principal_id = $2 AND key = $3`,
-      [auth.tenantId, auth.principalId, req.key],
-    );
-    const row = prior.rows[0];
-    if (row?.live) {
+    if (row.fingerprint !== null) {
       if (row.erased_at !== null) throw erasedResponse(req.operation, new Date(row.erased_at));
       if (row.fingerprint !== fp) {
         throw new AppError(
@@ -91,13 +88,7 @@ export async function runIdempotent<T>(
           `This idempotency key was already used for a different request (${req.operation} with other arguments). Use a new key for a new request.`,
         );
       }
-      return { result: row.response, replayed: true };
-    }
-    if (row) {
-      await tx.query(
-        'DELETE FROM runtime.idempotency_keys WHERE tenant_id = $1 AND principal_id = $2 AND key = $3',
-        [auth.tenantId, auth.principalId, req.key],
-      );
+      return { result: row.response as T, replayed: true };
     }
     const result = JSON.parse(JSON.stringify(await effect(tx))) as T;
     await tx.query(

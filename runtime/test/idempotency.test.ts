@@ -80,6 +80,43 @@ describe.each(drivers)('idempotency keys on %s', (driver) => {
     expect(await effects(auth)).toEqual(['hello']);
   });
 
+  it('claims the key in one statement: a first run adds one more (the stored answer), a replay none', async () => {
+    const auth = authFor();
+    const k = key();
+    const seen: string[] = [];
+    const counted: Database = {
+      ...db,
+      transaction: (fn, settings) =>
+        db.transaction(
+          (tx) =>
+            fn({
+              query: (sql, params) => {
+                seen.push(sql.trim().split(/\s+/).slice(0, 4).join(' '));
+                return tx.query(sql, params);
+              },
+            }),
+          settings,
+        ),
+    };
+    const once = () =>
+      runIdempotent(
+        counted,
+        auth,
+        { key: k, operation: 'Mutation.post', args: { text: 'x' } },
+        DAY,
+        post('x'),
+      );
+    expect((await once()).replayed).toBe(false);
+    expect(seen).toEqual([
+      'SELECT locked, fingerprint, response,',
+      'INSERT INTO fx.effects (note)',
+      'INSERT INTO runtime.idempotency_keys (tenant_id,',
+    ]);
+    seen.length = 0;
+    expect((await once()).replayed).toBe(true);
+    expect(seen).toEqual(['SELECT locked, fingerprint, response,']);
+  });
+
   it('answers IDEMPOTENCY_KEY_REUSED for the same key with other arguments or another operation', async () => {
     const auth = authFor();
     const k = key();
