@@ -1,6 +1,6 @@
 /**
  * Coordination streams at scale (issue 4): `npm run bench -- --coordination`, or on its own
- * `npx tsx bench/src/coordination-bench.ts [--database postgres|pglite] [--streams 9800] [--devices 200]
+ * `npx tsx bench/src/coordination-bench.ts [--database postgres|pglite] [--streams N] [--devices 200]
  *  [--rate 1000[,300,...]] [--seconds 5] [--warmup 3] [--intents-only] [--rate-limits off|<n>/s:<burst>] [--profile]`;
  *  prints JSON.
  *
@@ -30,7 +30,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { benchDatabase, defaultDatabaseKind } from './lib/database.js';
-import { formatProfile, summarizeProfile, type ProfileSummary } from './lib/profile.js';
+import {
+  cpuProfileFlags,
+  formatProfile,
+  mainThreadProfile,
+  summarizeProfile,
+  type ProfileSummary,
+} from './lib/profile.js';
 import {
   BENCH_SRC,
   REPO_ROOT,
@@ -217,14 +223,7 @@ function openStream(
   });
 }
 
-const cpuProf = (name: string) => [`--cpu-prof`, `--cpu-prof-dir=${join(runDir, `cpuprofile-${name}`)}`];
-
-function mainThreadProfile(name: string): string {
-  const dir = join(runDir, `cpuprofile-${name}`);
-  const main = readdirSync(dir).filter((f) => /^CPU\.\d+\.\d+\.\d+\.0\.\d+\.cpuprofile$/.test(f));
-  if (main.length !== 1) throw new Error(`expected one main-thread profile in ${dir}, found ${main.length}`);
-  return join(dir, main[0]!);
-}
+const cpuProf = (name: string) => cpuProfileFlags(runDir, name);
 
 async function main() {
   const ports = await Promise.all(Array.from({ length: 6 }, () => freePort()));
@@ -585,7 +584,7 @@ async function main() {
     for (const w of windows) {
       for (const name of ['subgraphs', 'gateway']) {
         try {
-          const s = summarizeProfile(mainThreadProfile(name), w);
+          const s = summarizeProfile(mainThreadProfile(runDir, name), w);
           profiles[`${name}@${w.rate}`] = s;
           process.stderr.write(formatProfile(`${name} process at ${w.rate} intents/s`, s) + '\n');
         } catch (err) {

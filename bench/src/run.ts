@@ -18,12 +18,18 @@
  * See bench/README.md for what the numbers mean and their caveats.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { canonical, postGraphQL, waitForGraphQL } from './lib/http.js';
 import { DIRECT_QUERY, GATEWAY_QUERY, TRIVIAL_QUERY } from './lib/queries.js';
-import { formatProfile, summarizeProfile, type ProfileSummary } from './lib/profile.js';
+import {
+  cpuProfileFlags,
+  formatProfile,
+  mainThreadProfile,
+  summarizeProfile,
+  type ProfileSummary,
+} from './lib/profile.js';
 import {
   BENCH_SRC,
   REPO_ROOT,
@@ -136,17 +142,7 @@ const machine = machineInfo();
 const log = (msg: string) =>
   console.log(`[bench ${((Date.now() - started) / 1000).toFixed(1).padStart(5)}s] ${msg}`);
 const children: Child[] = [];
-/**
- * --cpu-prof writes one file per thread (tsx runs its loader hooks in a worker thread), so each process gets its own
- * folder and we read the main thread's file (thread id 0 in Node's CPU.<date>.<time>.<pid>.<tid>.<seq> name).
- */
-const cpuProf = (name: string) => [`--cpu-prof`, `--cpu-prof-dir=${join(RUN_DIR, `cpuprofile-${name}`)}`];
-function mainThreadProfile(name: string): string {
-  const dir = join(RUN_DIR, `cpuprofile-${name}`);
-  const main = readdirSync(dir).filter((f) => /^CPU\.\d+\.\d+\.\d+\.0\.\d+\.cpuprofile$/.test(f));
-  if (main.length !== 1) throw new Error(`expected one main-thread profile in ${dir}, found ${main.length}`);
-  return join(dir, main[0]!);
-}
+const cpuProf = (name: string) => cpuProfileFlags(RUN_DIR, name);
 
 // ---- the subgraphs' database ------------------------------------------------------------------------------------
 /**
@@ -854,14 +850,14 @@ async function main() {
       if (!w) continue;
       if (r.name !== 'direct') {
         try {
-          profiles[r.name] = summarizeProfile(mainThreadProfile(r.name), w);
+          profiles[r.name] = summarizeProfile(mainThreadProfile(RUN_DIR, r.name), w);
           console.log(formatProfile(`${r.label} (gateway process)`, profiles[r.name]!));
         } catch (err) {
           log(`no profile for ${r.name}: ${(err as Error).message}`);
         }
       }
       try {
-        profiles[`subgraphs@${r.name}`] = summarizeProfile(mainThreadProfile('subgraphs'), w);
+        profiles[`subgraphs@${r.name}`] = summarizeProfile(mainThreadProfile(RUN_DIR, 'subgraphs'), w);
         console.log(
           formatProfile(`subgraphs process while loading ${r.name}`, profiles[`subgraphs@${r.name}`]!),
         );

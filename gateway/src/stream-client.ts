@@ -70,15 +70,17 @@ export class MuxClientStream implements MuxOperation, OpenStream {
   }
 
   complete(): void {
-    if (this.phase === PENDING) {
-      if (this.endedBeforeOpen === undefined) this.endedBeforeOpen = null;
-    } else this.finishWith(null);
+    this.endWith(null);
   }
 
   fail(reason: string): void {
-    if (this.phase === PENDING) {
-      if (this.endedBeforeOpen === undefined) this.endedBeforeOpen = reason;
-    } else this.finishWith(reason);
+    this.endWith(reason);
+  }
+
+  /** The operation ended (`null` completed, else the failure's reason): now, or once the client was answered. */
+  private endWith(failure: string | null): void {
+    if (this.phase !== PENDING) this.finishWith(failure);
+    else if (this.endedBeforeOpen === undefined) this.endedBeforeOpen = failure;
   }
 
   /**

@@ -244,25 +244,30 @@ export function createSubgraphServer(opts: SubgraphServerOptions): {
     if (streams.size === 0) drained?.();
   };
 
+  /** A stream's events mapped to execution results (what graphql-js's `subscribe` does, without a second iterator). */
+  class MappedStream implements EndWithReasonOptions<unknown, ExecutionResult> {
+    constructor(readonly args: ExecutionArgs) {}
+    map(payload: unknown): ExecutionResult | Promise<ExecutionResult> {
+      return execute({ ...this.args, rootValue: payload });
+    }
+  }
+
   /**
    * One operation of a reservation (single-connection mode), from its subscribe to its end: the options of its
-   * `endWithReason` (methods on the prototype, so an idle stream holds no closure of its own), and the mapping of its
-   * events to execution results (what graphql-js's `subscribe` does, without a second iterator around the source).
+   * `endWithReason` (methods on the prototype, so an idle stream holds no closure of its own).
    */
-  class StreamOperation implements EndWithReasonOptions<unknown, ExecutionResult> {
+  class StreamOperation extends MappedStream {
     constructor(
       readonly abort: AbortController,
-      readonly args: ExecutionArgs & { contextValue: SubgraphContext },
-    ) {}
+      override readonly args: ExecutionArgs & { contextValue: SubgraphContext },
+    ) {
+      super(args);
+    }
 
     cleanup(): void {
       this.abort.abort();
       forget(this.abort);
       guard.unwatch(this.abort);
-    }
-
-    map(payload: unknown): ExecutionResult | Promise<ExecutionResult> {
-      return execute({ ...this.args, rootValue: payload });
     }
 
     onError(err: unknown): ExecutionResult {
@@ -279,17 +284,9 @@ export function createSubgraphServer(opts: SubgraphServerOptions): {
     }
   }
 
-  /** A distinct-connection stream: its events mapped to execution results like a reservation's. */
-  class DistinctStream implements EndWithReasonOptions<unknown, ExecutionResult> {
-    constructor(readonly args: ExecutionArgs) {}
-    map(payload: unknown): ExecutionResult | Promise<ExecutionResult> {
-      return execute({ ...this.args, rootValue: payload });
-    }
-  }
-
   /**
-   * The context of a stream's operation. An operation of a reservation is watched from here on and ended by its
-   * StreamOperation; a distinct-connection stream ends when its response closes.
+   * The context of a stream's operation. A distinct-connection stream is counted and watched from here on and ends
+   * when its response closes; an operation of a reservation only from onOperation on, and ends by its StreamOperation.
    */
   const streamContext = async (
     raw: IncomingMessage,
@@ -301,9 +298,8 @@ export function createSubgraphServer(opts: SubgraphServerOptions): {
     const correlationId = correlationIdFrom(raw.headers['x-correlation-id']);
     if (raw.headers[STREAM_TOKEN_HEADER]) {
       // An operation of a reservation: its request ends at once (202); it lives until it completes, is cancelled
-      // (DELETE), or its event stream closes, and cleans up then (onOperation).
-      // It is counted and watched from onOperation on: graphql-sse drops an operation cancelled (DELETE) while its
-      // context was being made without running it (204) and never calls onOperation, so nothing here may need undoing.
+      // (DELETE), or its event stream closes. Nothing here needs undoing: graphql-sse drops an operation cancelled
+      // while its context was being made without running it (204) and never calls onOperation.
       const ctx = await contextFor(raw, correlationId, abort.signal, document, operationName);
       await guard.admit(ctx.auth);
       return ctx;
@@ -329,11 +325,11 @@ export function createSubgraphServer(opts: SubgraphServerOptions): {
   const refusal = (
     status: number,
     statusText: string,
-    message: string,
+    error: { message: string; extensions?: Record<string, unknown> },
     headers: Record<string, string> = {},
   ) =>
     [
-      JSON.stringify({ errors: [{ message }] }),
+      JSON.stringify({ errors: [error] }),
       { status, statusText, headers: { 'content-type': 'application/json; charset=utf-8', ...headers } },
     ] as [string, { status: number; statusText: string; headers: Record<string, string> }];
 
@@ -356,20 +352,22 @@ export function createSubgraphServer(opts: SubgraphServerOptions): {
     onSubscribe: async (req, params) => {
       const prepared = typeof params.query === 'string' ? prepare(params.query) : undefined;
       if (prepared?.error) {
-        return [
-          JSON.stringify({
-            errors: [{ message: prepared.error.message, extensions: prepared.error.extensions }],
-          }),
-          { status: 400, statusText: 'Bad Request' },
-        ];
+        const { message, extensions } = prepared.error;
+        return refusal(400, 'Bad Request', { message, extensions });
       }
       const document = prepared?.document;
-      if (!document) return refusal(400, 'Bad Request', 'The request must carry a "query" string.');
+      if (!document)
+        return refusal(400, 'Bad Request', { message: 'The request must carry a "query" string.' });
       // Checked before a context exists (graphql-sse checks again): a refused operation leaves nothing watched.
       const operation = getOperationAST(document, params.operationName);
-      if (!operation) return refusal(400, 'Bad Request', 'Unable to detect operation AST');
+      if (!operation) return refusal(400, 'Bad Request', { message: 'Unable to detect operation AST' });
       if (operation.operation === 'mutation' && req.method === 'GET') {
-        return refusal(405, 'Method Not Allowed', 'Cannot perform mutations over GET', { allow: 'POST' });
+        return refusal(
+          405,
+          'Method Not Allowed',
+          { message: 'Cannot perform mutations over GET' },
+          { allow: 'POST' },
+        );
       }
       const abort = new AbortController();
       const ctx = (await streamContext(
@@ -399,7 +397,7 @@ export function createSubgraphServer(opts: SubgraphServerOptions): {
       const operation = operations.get(ctx);
       if (!operation) {
         return streaming
-          ? endWithReason(result as AsyncIterable<unknown>, ctx.signal, new DistinctStream(args))
+          ? endWithReason(result as AsyncIterable<unknown>, ctx.signal, new MappedStream(args))
           : undefined;
       }
       operations.delete(ctx);

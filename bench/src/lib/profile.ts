@@ -3,8 +3,25 @@
  * window (sample times are CLOCK_MONOTONIC µs, the clock the load generator stamps the window with), then
  * aggregate self time by function and by package, and inclusive ("total") time by package and by function.
  */
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { REPO_ROOT } from './proc.js';
+
+/**
+ * `node` flags that write a process's CPU profile to its own folder under `runDir`. --cpu-prof writes one file per
+ * thread (tsx runs its loader hooks in a worker thread); `mainThreadProfile` picks the main thread's.
+ */
+export function cpuProfileFlags(runDir: string, name: string): string[] {
+  return ['--cpu-prof', `--cpu-prof-dir=${join(runDir, `cpuprofile-${name}`)}`];
+}
+
+/** The main thread's profile of process `name` (thread id 0 in Node's CPU.<date>.<time>.<pid>.<tid>.<seq> name). */
+export function mainThreadProfile(runDir: string, name: string): string {
+  const dir = join(runDir, `cpuprofile-${name}`);
+  const main = readdirSync(dir).filter((f) => /^CPU\.\d+\.\d+\.\d+\.0\.\d+\.cpuprofile$/.test(f));
+  if (main.length !== 1) throw new Error(`expected one main-thread profile in ${dir}, found ${main.length}`);
+  return join(dir, main[0]!);
+}
 
 interface CallFrame {
   functionName: string;

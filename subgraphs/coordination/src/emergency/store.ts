@@ -130,12 +130,3 @@ export async function emergencyEvents(
     origin: typeof row.origin === 'string' ? (JSON.parse(row.origin) as AuditOrigin) : row.origin,
   }));
 }
-
-/** The engaged stop that applies to the tenant (its own or the global one), or null; in the tenant's transaction. */
-export async function isStopped(tx: Queryable): Promise<{ global: boolean } | null> {
-  const r = await tx.query<{ tenant_id: string | null }>(
-    'SELECT tenant_id FROM coordination.emergency_stops WHERE lifted_at IS NULL',
-  );
-  if (r.rows.length === 0) return null;
-  return { global: r.rows.some((row) => row.tenant_id === null) };
-}
