@@ -25,4 +25,5 @@ export * from './revocation.js';
 export * from './roles.js';
 export * from './origin.js';
 export * from './periodic.js';
+export * from './principals.js';
 export * from './stream-guard.js';

@@ -12,6 +12,7 @@ import { openDatabase } from './db/open.js';
 import type { MigrationSet } from './db/migrate.js';
 import type { Database } from './db/types.js';
 import { createLogger, type Logger } from './log.js';
+import type { PrincipalOperations } from './principals.js';
 import { createRevocationList, type RevocationList } from './revocation.js';
 import { stopOnSignals } from './stop-on-signals.js';
 import {
@@ -41,6 +42,8 @@ export interface SubgraphModule {
   background?(deps: SubgraphDeps): () => Promise<void>;
   /** Another reason to end this server's streams (e.g. an emergency stop), started per server. */
   streamStop?(deps: SubgraphDeps): StartedStreamStop;
+  /** The root fields a device's and a sidecar's token may call here (principals.ts); every other one is refused. */
+  principals: PrincipalOperations;
 }
 
 export function schemaFileOf(name: SubgraphName): string {
@@ -106,6 +109,7 @@ export async function serveSubgraph(
     routes: module.routes?.({ config, db, log, verifyToken }),
     revocations: revocations ?? deps.revocations,
     streamStops: streamStop ? [streamStop] : [],
+    principals: module.principals,
   });
   let running: RunningServer;
   try {

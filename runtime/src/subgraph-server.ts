@@ -42,6 +42,7 @@ import {
   type StreamStopSource,
 } from './stream-guard.js';
 import { originOf, type RequestOrigin } from './origin.js';
+import { createPrincipalCheck, type PrincipalOperations } from './principals.js';
 import type { AuthContext } from './tenancy.js';
 
 /** graphql-sse's header naming a reservation (single-connection mode). */
@@ -83,6 +84,8 @@ export interface SubgraphServerOptions {
   revocations?: Pick<RevocationList, 'isRevoked' | 'subscribe'>;
   /** Other reasons to end streams (StreamStopSource). */
   streamStops?: readonly StreamStopSource[];
+  /** Root fields a device's and a sidecar's token may call (principals.ts); absent: none. */
+  principals?: PrincipalOperations;
 }
 
 export interface RunningServer {
@@ -135,6 +138,7 @@ export function createSubgraphServer(opts: SubgraphServerOptions): {
   const cursors = new CursorCodec(config.cursorSecret);
   const documents = new Lru<string, Prepared>(1000);
   const rules = config.introspection ? specifiedRules : [...specifiedRules, NoSchemaIntrospectionCustomRule];
+  const checkPrincipal = createPrincipalCheck(schema, opts.principals);
   const streams = new Set<AbortController>();
   const guard = createStreamGuard({ revocations: opts.revocations, stops: opts.streamStops });
   let shuttingDown = false;
@@ -172,7 +176,10 @@ export function createSubgraphServer(opts: SubgraphServerOptions): {
   ) => {
     const auth = await verifyToken(req.headers.authorization);
     const operation = document && getOperationAST(document, operationName);
-    if (operation) assertOperationScope(auth, operation.operation);
+    if (operation) {
+      assertOperationScope(auth, operation.operation);
+      checkPrincipal(auth, document!, operation);
+    }
     const ctx: SubgraphContext = {
       auth,
       db,

@@ -12,6 +12,7 @@ import { createAnalysisRunner, type AnalysisRunner } from './analysis/runner.js'
 import { DEFAULT_SANDBOX_LIMITS, type SandboxLimits } from './analyzer/run-sandbox.js';
 import { DirectoryPackageStore, type PackageStore } from './packages/package-store.js';
 import { MAX_PACKAGE_BYTES, UPLOAD_PATH, uploadRoute } from './packages/upload-route.js';
+import { catalogPrincipals } from './principals.js';
 import { createResolvers } from './resolvers.js';
 import { startRefresher } from './tuf/refresher.js';
 import { DEFAULT_TUF_SETTINGS, type TufSettings } from './tuf/repository.js';
@@ -70,6 +71,7 @@ export function createCatalogSubgraph(opts: CatalogOptions = {}): SubgraphModule
       },
     }),
     migrations: { namespace: 'catalog', dir: new URL('../migrations', import.meta.url).pathname },
+    principals: catalogPrincipals,
     routes: ({ db, log, verifyToken }) => {
       const upload = uploadRoute({
         db,

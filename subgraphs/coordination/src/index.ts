@@ -10,6 +10,7 @@ import { INTENT_JWKS_PATH, ensureIntentKeys, publishedIntentJwks, rotateIntentKe
 import { createIntentResolvers } from './intents/resolvers.js';
 import { startIntentSweeper } from './intents/sweeper.js';
 import { coordinationMigrations } from './migrations.js';
+import { coordinationPrincipals } from './principals.js';
 import { resolvers as roomResolvers } from './resolvers.js';
 
 export interface CoordinationOptions {
@@ -47,6 +48,7 @@ export function createCoordinationSubgraph(opts: CoordinationOptions = {}): Subg
       Subscription: { ...roomResolvers.Subscription, ...intents.Subscription },
     },
     migrations: coordinationMigrations,
+    principals: coordinationPrincipals,
     routes: ({ db }) => ({
       // Desktops fetch the intent keys from coordination's origin (the gateway does not proxy this path).
       [INTENT_JWKS_PATH]: async (req, res) => {

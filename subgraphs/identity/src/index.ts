@@ -5,6 +5,7 @@
 import { fileURLToPath } from 'node:url';
 import { schemaFileOf, type MigrationSet, type SubgraphModule } from '@agentgraph/runtime';
 import { ensureSigningKey } from './keys.js';
+import { identityPrincipals } from './principals.js';
 import { resolvers } from './resolvers.js';
 import { identityRoutes } from './routes.js';
 
@@ -19,6 +20,7 @@ export const identitySubgraph: SubgraphModule = {
   resolvers,
   migrations: identityMigrations,
   routes: identityRoutes,
+  principals: identityPrincipals,
   background({ db, log }) {
     // On start: make sure a signing key exists before the first token or JWKS request needs one.
     const ready = ensureSigningKey(db).then(

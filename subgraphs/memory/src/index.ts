@@ -4,6 +4,7 @@
  */
 import { schemaFileOf, type SubgraphModule } from '@agentgraph/runtime';
 import { startIndexingWorker, type IndexingOptions } from './indexing/worker.js';
+import { memoryPrincipals } from './principals.js';
 import { createResolvers } from './resolvers.js';
 import { startMemorySweeper } from './sweeper.js';
 
@@ -24,6 +25,7 @@ export function createMemorySubgraph(opts: MemoryOptions = {}): SubgraphModule {
     name: 'memory',
     schemaFile: schemaFileOf('memory'),
     resolvers: createResolvers({ now }),
+    principals: memoryPrincipals,
     migrations: { namespace: 'memory', dir: new URL('../migrations', import.meta.url).pathname },
     background: ({ db, log }) => {
       const stopSweeper =

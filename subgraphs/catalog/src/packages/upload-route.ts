@@ -11,6 +11,7 @@ import { Transform, type TransformCallback } from 'node:stream';
 import {
   AppError,
   assertOperationScope,
+  requirePersonToken,
   notFound,
   sendJson,
   withTenant,
@@ -90,6 +91,7 @@ export function uploadRoute(opts: UploadRouteOptions) {
     }
     const auth = requirePublisher(await verifyToken(req.headers.authorization));
     assertOperationScope(auth, 'mutation');
+    requirePersonToken(auth, 'upload packages');
     const url = new URL(req.url ?? '/', 'http://catalog');
     const query = Query.safeParse(Object.fromEntries(url.searchParams));
     if (!query.success) {
