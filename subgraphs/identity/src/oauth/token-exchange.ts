@@ -1,9 +1,9 @@
 /**
  * RFC 8693 token exchange, registered on oidc-provider's token endpoint. The desktop host trades one of its own
  * access tokens (subject_token) for a token it hands to its Python sidecar: same subject, tenant and device, scopes
- * a subset of the subject's (default: the same), role no higher than the member's current one, and a lifetime of at
- * most 5 minutes that never outlives the subject token. No refresh token is ever issued: the sidecar never holds a
- * durable credential. Errors are the RFC's: invalid_request, invalid_grant, invalid_scope, invalid_target.
+ * a subset of the subject's (without a `scope` parameter: `api:read` only, so a sidecar writes only when its host asks
+ * for `api:write`), role no higher than the member's current one, and a lifetime of at most 5 minutes that never
+ * outlives the subject token. No refresh token is ever issued: the sidecar never holds a durable credential. Errors are the RFC's: invalid_request, invalid_grant, invalid_scope, invalid_target.
  */
 import { randomUUID } from 'node:crypto';
 import { roleMeet, type Config, type Queryable } from '@agentgraph/runtime';
@@ -34,6 +34,9 @@ export const TOKEN_EXCHANGE_PARAMETERS = [
 ];
 
 const ACCEPTED_TYPES = new Set([TOKEN_TYPE_ACCESS_TOKEN, TOKEN_TYPE_JWT]);
+
+/** What an exchange without a `scope` parameter gets: read-only. */
+export const DEFAULT_EXCHANGED_SCOPE = 'api:read';
 
 interface SubjectClaims extends JWTPayload {
   sub: string;
@@ -103,9 +106,10 @@ export function tokenExchangeHandler(
 
     const granted = await usableGrantContext(db, subject.gid);
     const subjectScopes = new Set((subject.scope ?? '').split(' ').filter(Boolean));
+    // Without a scope parameter the token is read-only: a sidecar that writes must be given api:write explicitly.
     const requested = params['scope']
       ? params['scope'].split(' ').filter(Boolean)
-      : [...subjectScopes].filter((s) => (API_SCOPES as readonly string[]).includes(s));
+      : [DEFAULT_EXCHANGED_SCOPE];
     const broader = requested.filter(
       (s) => !subjectScopes.has(s) || !(API_SCOPES as readonly string[]).includes(s),
     );
