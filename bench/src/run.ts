@@ -30,7 +30,9 @@ import {
   summarizeProfile,
   type ProfileSummary,
 } from './lib/profile.js';
+import { GATEWAY_SECRET_HEADER } from '@agentgraph/runtime';
 import {
+  BENCH_GATEWAY_SECRET,
   BENCH_SRC,
   REPO_ROOT,
   freePort,
@@ -503,7 +505,8 @@ async function probeFederation(
   servers: { name: string; url: string | null }[],
   token: string,
 ): Promise<Record<string, FederationProbe>> {
-  const headers = { authorization: `Bearer ${token}` };
+  // As the gateway asks: subgraphs answer _service and _entities only with the gateway secret.
+  const headers = { authorization: `Bearer ${token}`, [GATEWAY_SECRET_HEADER]: BENCH_GATEWAY_SECRET };
   const out: Record<string, FederationProbe> = {};
   const coordinationSdl = readFileSync(join(REPO_ROOT, 'schemas/coordination.graphql'), 'utf8');
   const ids = await postGraphQL(

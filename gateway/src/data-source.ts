@@ -1,7 +1,8 @@
 /**
  * How the gateway talks to a subgraph: one undici Pool of keep-alive connections per subgraph origin (no connection
  * set-up per fetch, no make-fetch-happen cache layer), forwarding the caller's Authorization and the correlation id
- * (every subgraph verifies the token itself: zero trust), and collecting `extensions.idempotentReplay`.
+ * (every subgraph verifies the token itself: zero trust) and the gateway secret (x-agentgraph-gateway: subgraphs answer
+ * `_service`/`_entities` only with it; runtime/src/gateway-secret.ts), and collecting `extensions.idempotentReplay`.
  *
  * It is a RemoteGraphQLDataSource (so `buildService` and the hooks keep their meaning), with an undici-based
  * `fetcher`; `process` is overridden with a lean path that skips the node-fetch Request/Headers objects the stock
@@ -16,6 +17,7 @@
 import { RemoteGraphQLDataSource, type GraphQLDataSourceProcessOptions } from '@apollo/gateway';
 import type { GatewayGraphQLResponse } from '@apollo/server-gateway-interface';
 import type { Fetcher, FetcherRequestInit, FetcherResponse } from '@apollo/utils.fetcher';
+import { GATEWAY_SECRET_HEADER } from '@agentgraph/runtime';
 import { Pool } from 'undici';
 
 /** Per-request state shared by the gateway handler, the data sources and the plugins. */
@@ -113,14 +115,23 @@ export class PooledDataSource extends RemoteGraphQLDataSource<GatewayContext> {
   private readonly subgraph: string;
   private readonly dedupe: DedupeState;
   private readonly inflight = new Map<string, Promise<RawAnswer>>();
+  private readonly gatewaySecret: string | undefined;
 
-  constructor(subgraph: string, url: string, pools: SubgraphPools, dedupe = new DedupeState()) {
+  constructor(
+    subgraph: string,
+    url: string,
+    pools: SubgraphPools,
+    dedupe = new DedupeState(),
+    /** Sent on every fetch as x-agentgraph-gateway (config.gatewaySecret). */
+    gatewaySecret?: string,
+  ) {
     super({ url, fetcher: pooledFetcher(pools), honorSubgraphCacheControlHeader: false, apq: false });
     const target = new URL(url);
     this.subgraph = subgraph;
     this.pool = pools.for(target.origin);
     this.path = target.pathname + target.search;
     this.dedupe = dedupe;
+    this.gatewaySecret = gatewaySecret;
   }
 
   private async send(headers: Record<string, string>, body: string): Promise<RawAnswer> {
@@ -137,6 +148,7 @@ export class PooledDataSource extends RemoteGraphQLDataSource<GatewayContext> {
       'content-type': 'application/json',
       accept: 'application/graphql-response+json, application/json',
     };
+    if (this.gatewaySecret) headers[GATEWAY_SECRET_HEADER] = this.gatewaySecret;
     if (context?.authorization) headers['authorization'] = context.authorization;
     if (context?.correlationId) headers['x-correlation-id'] = context.correlationId;
     if (context?.forwardedFor) headers['x-forwarded-for'] = context.forwardedFor;

@@ -36,11 +36,14 @@ import {
   errorTable,
   forwardedForOf,
   httpStatusOf,
+  isJsonContentType,
   Lru,
   parseJsonBody,
   readBody,
   sendJson,
+  sendRequestError,
   sendThrown,
+  unsupportedMediaType,
   withCorrelationId,
   type Config,
   type Logger,
@@ -277,7 +280,7 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
       const target = subgraphUrls[name] ?? url;
       if (!target) throw new Error(`No URL for subgraph ${name}`);
       subgraphUrls[name] = target;
-      return new PooledDataSource(name, target, pools, dedupe);
+      return new PooledDataSource(name, target, pools, dedupe, config.gatewaySecret);
     },
     logger: apolloLogger(log),
   });
@@ -322,6 +325,8 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
     subgraphUrls,
     limits,
     introspection: config.introspection,
+    hideSuggestions: config.mode === 'production',
+    gatewaySecret: config.gatewaySecret,
     log,
     heartbeatMs: opts.heartbeatMs,
     timers: opts.timers,
@@ -461,6 +466,12 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
     let variables: Record<string, unknown> | undefined;
     let extensions: unknown;
     if (req.method === 'POST') {
+      if (!isJsonContentType(req.headers['content-type'])) {
+        // Never read, never run (CSRF: a browser sends text/plain or a form cross-site without a preflight).
+        req.resume();
+        sendRequestError(res, unsupportedMediaType(), 415, correlationId);
+        return;
+      }
       body = parseJsonBody(await readBody(req, limits.maxBodyBytes));
       if (!body || typeof body !== 'object' || Array.isArray(body)) {
         throw new AppError(

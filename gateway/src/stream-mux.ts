@@ -12,7 +12,7 @@
  */
 import http, { type ClientRequest, type IncomingMessage } from 'node:http';
 import net from 'node:net';
-import type { Logger } from '@agentgraph/runtime';
+import { GATEWAY_SECRET_HEADER, type Logger } from '@agentgraph/runtime';
 
 /** graphql-sse's header naming a reservation. */
 const TOKEN_HEADER = 'x-graphql-event-stream-token';
@@ -194,6 +194,9 @@ export class StreamMux {
         agent: this.pool,
         headers: {
           ...(headers['authorization'] ? { authorization: headers['authorization'] } : {}),
+          ...(headers[GATEWAY_SECRET_HEADER]
+            ? { [GATEWAY_SECRET_HEADER]: headers[GATEWAY_SECRET_HEADER] }
+            : {}),
           ...(headers['x-correlation-id'] ? { 'x-correlation-id': headers['x-correlation-id'] } : {}),
           accept: 'text/plain',
         },

@@ -10,8 +10,10 @@ import {
   AppError,
   checkDocumentLimits,
   errorTable,
+  GATEWAY_SECRET_HEADER,
   Lru,
   readBody,
+  withoutSuggestions,
   type AuthContext,
   type DocumentLimits,
   type Logger,
@@ -50,6 +52,10 @@ export interface StreamOptions {
   subgraphUrls: Record<string, string>;
   limits: DocumentLimits & { maxBodyBytes: number };
   introspection: boolean;
+  /** Production: no "Did you mean …?" in validation messages (runtime/src/schema-details.ts). */
+  hideSuggestions?: boolean;
+  /** Sent to the subgraph on every stream request as x-agentgraph-gateway (runtime/src/gateway-secret.ts). */
+  gatewaySecret?: string;
   log: Logger;
   heartbeatMs?: number;
   timers?: Timers;
@@ -336,7 +342,10 @@ export function createStreamHandler(opts: StreamOptions) {
     }
     const errors = validate(schema, document, rules);
     if (errors.length) {
-      return { error: new AppError('GRAPHQL_VALIDATION_FAILED', errors.map((e) => e.message).join(' ')) };
+      const shown = opts.hideSuggestions ? withoutSuggestions : (m: string) => m;
+      return {
+        error: new AppError('GRAPHQL_VALIDATION_FAILED', errors.map((e) => shown(e.message)).join(' ')),
+      };
     }
     const op = getOperationAST(document, operationName);
     if (!op) {
@@ -529,6 +538,7 @@ export function createStreamHandler(opts: StreamOptions) {
 
     const headers: Record<string, string> = {
       authorization: ctx.authorization,
+      ...(opts.gatewaySecret ? { [GATEWAY_SECRET_HEADER]: opts.gatewaySecret } : {}),
       'x-correlation-id': ctx.correlationId,
       ...(ctx.forwardedFor ? { 'x-forwarded-for': ctx.forwardedFor } : {}),
       ...(ctx.userAgent ? { 'user-agent': ctx.userAgent } : {}),

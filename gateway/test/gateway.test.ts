@@ -186,13 +186,13 @@ describe('gateway /graphql', () => {
       await stillServes();
     });
 
-    it('a text/plain POST (CSRF-style simple request) is refused', async () => {
+    it('a text/plain POST (CSRF-style simple request) is refused: 415, not run', async () => {
       const res = await fetch(`${h.url}/graphql`, {
         method: 'POST',
         headers: { 'content-type': 'text/plain' },
         body: JSON.stringify({ query: GOOD }),
       });
-      expect(res.status).toBe(400);
+      expect(res.status).toBe(415);
       expect(((await res.json()) as any).errors[0].extensions.code).toBe('BAD_USER_INPUT');
       await stillServes();
     });

@@ -540,6 +540,7 @@ describe('configuration', () => {
       AGENTGRAPH_MODE: 'production',
       CURSOR_SECRET: 'x'.repeat(32),
       COOKIE_SECRET: 'y'.repeat(32),
+      GATEWAY_SECRET: 'z'.repeat(32),
       DATABASE_URL: 'postgres://u@127.0.0.1/db',
     });
     expect(prod.persistedQueries.mode).toBe('apq');

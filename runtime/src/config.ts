@@ -102,6 +102,12 @@ const EnvSchema = z.object({
   /** Age at which identity rotates its token-signing key (the next key is published a full period ahead). */
   SIGNING_KEY_ROTATION_DAYS: z.coerce.number().positive().max(365).default(30),
   COOKIE_SECRET: z.string().min(32, 'must be at least 32 characters of random data').optional(),
+  /**
+   * The gateway's proof to the subgraphs (header x-agentgraph-gateway, runtime/src/gateway-secret.ts): 32+ characters
+   * shared by the gateway and every subgraph, or GATEWAY_SECRET_FILE naming a file that holds it.
+   */
+  GATEWAY_SECRET: z.string().min(32, 'must be at least 32 characters of random data').optional(),
+  GATEWAY_SECRET_FILE: z.string().min(1).optional(),
   /** Token buckets (coordination): intent creation and posting (room posts, agent messages), per principal and tenant. */
   /**
    * `iss` of signed intents, and the audience devices sign their reports for: the public origin of coordination
@@ -165,6 +171,8 @@ export interface Config {
   };
   /** `iss` of signed intents (null: the origin of the coordination URL). */
   intentIssuer: string | null;
+  /** Sent by the gateway to the subgraphs, which answer `_service`/`_entities` only with it (gateway-secret.ts). */
+  gatewaySecret: string;
   /** Token-bucket limits per action, per principal and per tenant (null: no limit). */
   rateLimits: Record<RateLimitedAction, { principal: RateLimit | null; tenant: RateLimit | null }>;
 }
@@ -184,6 +192,33 @@ function devSecret(dataDir: string, name: string): string {
   const secret = randomBytes(32).toString('base64url');
   writeFileSync(file, secret + '\n', { mode: 0o600 });
   chmodSync(file, 0o600);
+  return secret;
+}
+
+/** GATEWAY_SECRET, or the content of GATEWAY_SECRET_FILE (trimmed); required in production. */
+function readGatewaySecret(
+  value: string | undefined,
+  file: string | undefined,
+  production: boolean,
+): string | undefined {
+  const invalid = (why: string) => new ConfigError(`Invalid configuration:\n  ${why}`);
+  if (value !== undefined && file !== undefined)
+    throw invalid('GATEWAY_SECRET_FILE: set either GATEWAY_SECRET or GATEWAY_SECRET_FILE, not both');
+  let secret = value;
+  if (file !== undefined) {
+    try {
+      secret = readFileSync(file, 'utf8').trim();
+    } catch {
+      throw invalid('GATEWAY_SECRET_FILE: cannot be read (a file holding 32+ random characters)');
+    }
+    if (secret.length < 32)
+      throw invalid('GATEWAY_SECRET_FILE: must hold at least 32 characters of random data');
+  }
+  if (production && secret === undefined) {
+    throw invalid(
+      'GATEWAY_SECRET: required in production (32+ random characters shared by the gateway and every subgraph; or GATEWAY_SECRET_FILE)',
+    );
+  }
   return secret;
 }
 
@@ -211,6 +246,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     );
   }
   const dataDir = resolve(e.DATA_DIR);
+  const gatewaySecret = readGatewaySecret(e.GATEWAY_SECRET, e.GATEWAY_SECRET_FILE, production);
   const subgraphPorts: Record<SubgraphName, number> = {
     identity: e.IDENTITY_PORT,
     memory: e.MEMORY_PORT,
@@ -298,6 +334,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       signingKeyRotationSeconds: Math.round(e.SIGNING_KEY_ROTATION_DAYS * 86_400),
     },
     intentIssuer: e.INTENT_ISSUER ? new URL(e.INTENT_ISSUER).origin : null,
+    gatewaySecret:
+      gatewaySecret ??
+      (e.DATA_DIR === 'memory://'
+        ? randomBytes(32).toString('base64url')
+        : devSecret(dataDir, 'gateway-secret')),
     rateLimits: {
       intent: { principal: e.RATE_LIMIT_INTENT_PRINCIPAL, tenant: e.RATE_LIMIT_INTENT_TENANT },
       post: { principal: e.RATE_LIMIT_POST_PRINCIPAL, tenant: e.RATE_LIMIT_POST_TENANT },

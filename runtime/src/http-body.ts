@@ -27,6 +27,23 @@ function tooLarge(maxBytes: number): AppError {
   );
 }
 
+/**
+ * Whether a POST's Content-Type is application/json (any parameters, e.g. charset). GraphQL over HTTP bodies are JSON;
+ * anything else (text/plain, a form, no type at all: what a browser may send cross-site without a preflight) is
+ * refused with 415 before the body is read, whatever it holds, so such a request never runs an operation.
+ */
+export function isJsonContentType(contentType: string | undefined): boolean {
+  return (contentType ?? '').split(';')[0]!.trim().toLowerCase() === 'application/json';
+}
+
+/** The refusal of a POST that is not application/json (send it with status 415 Unsupported Media Type). */
+export function unsupportedMediaType(): AppError {
+  return new AppError(
+    'BAD_USER_INPUT',
+    'GraphQL requests are POSTed as JSON: send Content-Type: application/json with {"query": "...", "variables": {...}}.',
+  );
+}
+
 export function parseJsonBody(body: Buffer): unknown {
   try {
     return JSON.parse(body.toString('utf8'));

@@ -27,3 +27,5 @@ export * from './origin.js';
 export * from './periodic.js';
 export * from './principals.js';
 export * from './stream-guard.js';
+export * from './gateway-secret.js';
+export * from './schema-details.js';

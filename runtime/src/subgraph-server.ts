@@ -30,8 +30,19 @@ import type { Config } from './config.js';
 import { CursorCodec } from './connection.js';
 import type { Database } from './db/types.js';
 import { AppError } from './errors.js';
-import { GRAPHQL_RESPONSE_JSON, parseJsonBody, readBody, sendJson, sendThrown } from './http-body.js';
+import { assertGatewayAccess, GATEWAY_SECRET_HEADER } from './gateway-secret.js';
+import {
+  GRAPHQL_RESPONSE_JSON,
+  isJsonContentType,
+  parseJsonBody,
+  readBody,
+  sendJson,
+  sendRequestError,
+  sendThrown,
+  unsupportedMediaType,
+} from './http-body.js';
 import { checkDocumentLimits } from './limits.js';
+import { withoutSuggestions } from './schema-details.js';
 import { correlationIdFrom, withCorrelationId, type Logger } from './log.js';
 import { Lru } from './lru.js';
 import type { RevocationList } from './revocation.js';
@@ -138,6 +149,9 @@ export function createSubgraphServer(opts: SubgraphServerOptions): {
   const cursors = new CursorCodec(config.cursorSecret);
   const documents = new Lru<string, Prepared>(1000);
   const rules = config.introspection ? specifiedRules : [...specifiedRules, NoSchemaIntrospectionCustomRule];
+  // Production: no "Did you mean …?" in validation and coercion messages (they name schema members the caller did not
+  // ask for, introspection by guessing), as the gateway's Apollo Server does (hideSchemaDetailsFromClientErrors).
+  const shown = config.mode === 'production' ? withoutSuggestions : (message: string) => message;
   const checkPrincipal = createPrincipalCheck(schema, opts.principals);
   const streams = new Set<AbortController>();
   const guard = createStreamGuard({ revocations: opts.revocations, stops: opts.streamStops });
@@ -159,7 +173,7 @@ export function createSubgraphServer(opts: SubgraphServerOptions): {
     const errors = validate(schema, document, rules);
     prepared = errors.length
       ? {
-          error: new AppError('GRAPHQL_VALIDATION_FAILED', errors.map((e) => e.message).join(' ')),
+          error: new AppError('GRAPHQL_VALIDATION_FAILED', errors.map((e) => shown(e.message)).join(' ')),
         }
       : { document };
     documents.set(query, prepared);
@@ -175,6 +189,8 @@ export function createSubgraphServer(opts: SubgraphServerOptions): {
     operationName?: string | null,
   ) => {
     const auth = await verifyToken(req.headers.authorization);
+    // `_service` and `_entities` only for the gateway (gateway-secret.ts), on /graphql and /graphql/stream alike.
+    if (document) assertGatewayAccess(document, req.headers[GATEWAY_SECRET_HEADER], config.gatewaySecret);
     const operation = document && getOperationAST(document, operationName);
     if (operation) {
       assertOperationScope(auth, operation.operation);
@@ -198,6 +214,12 @@ export function createSubgraphServer(opts: SubgraphServerOptions): {
   const handleGraphQL = async (req: IncomingMessage, res: ServerResponse, correlationId: string) => {
     if (req.method !== 'POST') {
       res.writeHead(405, { allow: 'POST' }).end();
+      return;
+    }
+    if (!isJsonContentType(req.headers['content-type'])) {
+      // Never read, never run: a browser may send text/plain or a form cross-site without a preflight.
+      req.resume();
+      sendRequestError(res, unsupportedMediaType(), 415, correlationId);
       return;
     }
     const body = GraphQLRequest.safeParse(parseJsonBody(await readBody(req, config.limits.maxBodyBytes)));
@@ -224,7 +246,10 @@ export function createSubgraphServer(opts: SubgraphServerOptions): {
     if (!('data' in result) || result.data === undefined) {
       // Variable coercion or operation selection failed: a request error.
       const first = result.errors?.[0];
-      throw new AppError('BAD_USER_INPUT', first?.message ?? 'The request could not be executed.');
+      throw new AppError(
+        'BAD_USER_INPUT',
+        first ? shown(first.message) : 'The request could not be executed.',
+      );
     }
     const out: Record<string, unknown> = { data: result.data };
     if (result.errors?.length)

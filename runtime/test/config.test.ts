@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -156,16 +156,57 @@ describe('loadConfig', () => {
     expect(configError({ COOKIE_SECRET: 'short' })).toContain('COOKIE_SECRET');
   });
 
-  it('accepts production with all three, and turns introspection off there by default', () => {
+  it('requires GATEWAY_SECRET in production, from the environment or a file (GATEWAY_SECRET_FILE)', () => {
+    const production = {
+      AGENTGRAPH_MODE: 'production',
+      CURSOR_SECRET: secret,
+      COOKIE_SECRET: secret,
+      DATABASE_URL: 'postgres://u@h/db',
+    };
+    expect(configError(production)).toContain('GATEWAY_SECRET: required in production');
+    expect(configError({ ...production, GATEWAY_SECRET: 'hunter2-short' })).toMatch(
+      /GATEWAY_SECRET: must be at least 32/,
+    );
+    expect(configError({ ...production, GATEWAY_SECRET: 'hunter2-short' })).not.toContain('hunter2');
+    const dir = tempDir();
+    const file = join(dir, 'gateway-secret');
+    writeFileSync(file, `${'g'.repeat(40)}\n`);
+    expect(loadConfig({ ...production, GATEWAY_SECRET_FILE: file }).gatewaySecret).toBe('g'.repeat(40));
+    writeFileSync(file, 'hunter2\n');
+    const short = configError({ ...production, GATEWAY_SECRET_FILE: file });
+    expect(short).toContain('GATEWAY_SECRET_FILE');
+    expect(short).not.toContain('hunter2');
+    expect(configError({ ...production, GATEWAY_SECRET_FILE: join(dir, 'missing') })).toContain(
+      'GATEWAY_SECRET_FILE: cannot be read',
+    );
+    expect(configError({ ...production, GATEWAY_SECRET: secret, GATEWAY_SECRET_FILE: file })).toContain(
+      'not both',
+    );
+  });
+
+  it('makes up a gateway secret in development: per process in memory, kept in DATA_DIR otherwise', () => {
+    const a = loadConfig({ DATA_DIR: 'memory://' }).gatewaySecret;
+    expect(a.length).toBeGreaterThanOrEqual(32);
+    expect(loadConfig({ DATA_DIR: 'memory://' }).gatewaySecret).not.toBe(a);
+    const dir = tempDir();
+    const kept = loadConfig({ DATA_DIR: dir }).gatewaySecret;
+    expect(loadConfig({ DATA_DIR: dir }).gatewaySecret).toBe(kept);
+    expect(statSync(join(dir, 'gateway-secret')).mode & 0o777).toBe(0o600);
+    expect(loadConfig({ DATA_DIR: dir, GATEWAY_SECRET: secret }).gatewaySecret).toBe(secret);
+  });
+
+  it('accepts production with all four secrets, and turns introspection off there by default', () => {
     const c = loadConfig({
       AGENTGRAPH_MODE: 'production',
       CURSOR_SECRET: secret,
       COOKIE_SECRET: `${secret},${secret.split('').reverse().join('')}`,
+      GATEWAY_SECRET: 'g'.repeat(32),
       DATABASE_URL: 'postgres://u@h/db',
     });
     expect(c.mode).toBe('production');
     expect(c.introspection).toBe(false);
     expect(c.cursorSecret).toBe(secret);
+    expect(c.gatewaySecret).toBe('g'.repeat(32));
     // Comma-separated cookie keys: the first signs, all verify (rotation).
     expect(c.oauth.cookieKeys).toHaveLength(2);
   });

@@ -7,6 +7,7 @@ import { randomUUID } from 'node:crypto';
 import {
   createLogger,
   createTokenVerifier,
+  GATEWAY_SECRET_HEADER,
   loadConfig,
   openDatabase,
   serveSubgraph,
@@ -41,8 +42,16 @@ export interface Harness {
   driver: TestDatabase['driver'];
   /** A token for this principal, signed like identity would sign it. */
   token(p: Principal): Promise<string>;
-  /** POST /graphql as this principal (or anonymously). */
-  gql(p: Principal | null, query: string, variables?: Record<string, unknown>): Promise<GraphQLResponse>;
+  /**
+   * POST /graphql as this principal (or anonymously), as the gateway sends it: with the gateway secret
+   * (x-agentgraph-gateway), unless `asGateway` is false (a client that reached the subgraph directly).
+   */
+  gql(
+    p: Principal | null,
+    query: string,
+    variables?: Record<string, unknown>,
+    opts?: { asGateway?: boolean; headers?: Record<string, string> },
+  ): Promise<GraphQLResponse>;
   close(): Promise<void>;
 }
 
@@ -56,9 +65,13 @@ export function newPrincipal(role: Role = 'OWNER', tenantId: string = randomUUID
 export async function startSubgraph(
   module: SubgraphModule,
   env: Record<string, string> = {},
+  /** Changes the loaded config (e.g. production mode, which loadConfig allows only with DATABASE_URL). */
+  configure: (c: Config) => Config = (c) => c,
 ): Promise<Harness> {
   const database = await provisionTestDatabase();
-  const config = loadConfig({ ...database.env, HOST: '127.0.0.1', TOKEN_AUDIENCE: AUDIENCE, ...env });
+  const config = configure(
+    loadConfig({ ...database.env, HOST: '127.0.0.1', TOKEN_AUDIENCE: AUDIENCE, ...env }),
+  );
   const { db, handle } = await openDatabase(config, [module.migrations]);
   const { publicKey, privateKey } = await generateKeyPair('ES256');
   const publicJwk = { ...(await exportJWK(publicKey)), kid: 'test-key', alg: 'ES256', use: 'sig' };
@@ -93,12 +106,14 @@ export async function startSubgraph(
     config,
     driver: database.driver,
     token,
-    async gql(p, query, variables) {
+    async gql(p, query, variables, opts = {}) {
       const headers: Record<string, string> = {
         'content-type': 'application/json',
         accept: 'application/graphql-response+json',
       };
+      if (opts.asGateway !== false) headers[GATEWAY_SECRET_HEADER] = config.gatewaySecret;
       if (p) headers['authorization'] = `Bearer ${await token(p)}`;
+      Object.assign(headers, opts.headers);
       const res = await fetch(`${served.url}/graphql`, {
         method: 'POST',
         headers,

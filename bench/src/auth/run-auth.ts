@@ -128,6 +128,7 @@ export async function runAuthBench(ctx: AuthBenchContext): Promise<void> {
     JWKS_URL: `${issuer}/.well-known/jwks.json`,
     SUBGRAPH_IDENTITY_URL: `${issuer}/graphql`,
     COOKIE_SECRET: randomBytes(32).toString('base64url'),
+    GATEWAY_SECRET: randomBytes(32).toString('base64url'),
     CURSOR_SECRET: dbEnv['CURSOR_SECRET'] ?? randomBytes(32).toString('base64url'),
     // Enrolment polls once after 1 s instead of 5: the bench's setup, not a measured number.
     DEVICE_POLL_INTERVAL_SECONDS: '1',

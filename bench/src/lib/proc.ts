@@ -4,6 +4,7 @@
  * /proc (so it works for processes we do not control), and a graceful stop so `--cpu-prof` can write its profile.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { createWriteStream, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { setPriority } from 'node:os';
@@ -12,6 +13,12 @@ import { fileURLToPath } from 'node:url';
 
 export const REPO_ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 export const BENCH_SRC = fileURLToPath(new URL('../', import.meta.url));
+
+/**
+ * One gateway secret for every child of this run (GATEWAY_SECRET, runtime/src/gateway-secret.ts): a gateway in one
+ * process and subgraphs in another must agree on it, and development mode would make up one per process.
+ */
+export const BENCH_GATEWAY_SECRET = process.env['GATEWAY_SECRET'] ?? randomBytes(32).toString('base64url');
 
 export interface ChildOptions {
   /** A label for logs and tables. */
@@ -78,7 +85,7 @@ export function spawnChild(opts: ChildOptions): Child {
     [...(opts.nodeFlags ?? []), '--import', 'tsx', opts.entry, ...(opts.args ?? [])],
     {
       cwd: REPO_ROOT,
-      env: { ...process.env, ...opts.env },
+      env: { ...process.env, GATEWAY_SECRET: BENCH_GATEWAY_SECRET, ...opts.env },
       stdio: ['ignore', 'pipe', 'pipe', ...(opts.ipc ? (['ipc'] as const) : [])],
     },
   );

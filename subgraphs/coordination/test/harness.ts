@@ -7,6 +7,7 @@ import { EventEmitter } from 'node:events';
 import {
   createLogger,
   createTokenVerifier,
+  GATEWAY_SECRET_HEADER,
   loadConfig,
   openDatabase,
   serveSubgraph,
@@ -163,6 +164,8 @@ export async function startHarness(): Promise<Harness> {
         headers: {
           'content-type': 'application/json',
           accept: 'application/graphql-response+json',
+          // As the gateway asks (tests query _entities directly): runtime/src/gateway-secret.ts.
+          [GATEWAY_SECRET_HEADER]: config.gatewaySecret,
           ...(caller ? { authorization: `Bearer ${caller.token}` } : {}),
         },
         body: JSON.stringify({ query, variables }),

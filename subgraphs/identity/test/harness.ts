@@ -6,6 +6,7 @@ import {
   createLogger,
   createRevocationList,
   createTokenVerifier,
+  GATEWAY_SECRET_HEADER,
   loadConfig,
   openDatabase,
   serveSubgraph,
@@ -144,6 +145,8 @@ export async function startIdentity(
         headers: {
           'content-type': 'application/json',
           accept: 'application/graphql-response+json',
+          // As the gateway asks (tests query _entities directly): runtime/src/gateway-secret.ts.
+          [GATEWAY_SECRET_HEADER]: config.gatewaySecret,
           ...(bearer ? { authorization: `Bearer ${bearer}` } : {}),
         },
         body: JSON.stringify({ query, variables }),

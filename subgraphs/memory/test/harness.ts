@@ -8,6 +8,7 @@ import { randomUUID } from 'node:crypto';
 import {
   createLogger,
   createTokenVerifier,
+  GATEWAY_SECRET_HEADER,
   loadConfig,
   openDatabase,
   serveSubgraph,
@@ -94,6 +95,8 @@ export async function startMemoryHarness(
       const headers: Record<string, string> = {
         'content-type': 'application/json',
         accept: 'application/graphql-response+json',
+        // As the gateway asks (tests query _entities directly): runtime/src/gateway-secret.ts.
+        [GATEWAY_SECRET_HEADER]: config.gatewaySecret,
       };
       if (p) headers['authorization'] = `Bearer ${await token(p)}`;
       const res = await fetch(`${served.url}/graphql`, {
