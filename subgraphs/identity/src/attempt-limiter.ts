@@ -7,9 +7,13 @@
  * attempt would have been. A failure after the window has passed starts a new window. `clearFailures` forgets a key
  * (after a successful sign-in). Callers check first and record after:
  *
- *   await assertNotLocked(db, key);             // refused while locked
+ *   await assertNotLocked(db, [key, ipKey]);    // refused while any of them is locked
  *   if (!ok) await recordFailure(db, key, policy);
  *   else await clearFailures(db, key);
+ *
+ * Only clear a key when a success proves what the failures were guessing (the password of that e-mail). Where anyone
+ * can make a success of their own (a device user code they minted themselves), never clear: a success would reset the
+ * count between wrong guesses, and the window would never fill.
  *
  * Time is a parameter (`now`, default the clock) so tests are exact. Keys are not tenant data and hold no secret.
  */
@@ -47,11 +51,21 @@ function toDate(value: Date | string): Date {
   return value instanceof Date ? value : new Date(value);
 }
 
-/** Throws RATE_LIMITED (extensions.retryAfterMs) while `key` is locked; otherwise returns. */
-export async function assertNotLocked(db: Queryable, key: string, now: Date = new Date()): Promise<void> {
+/**
+ * Throws RATE_LIMITED (extensions.retryAfterMs) while `key` (or any of `keys`) is locked, with the longest wait among
+ * them; otherwise returns.
+ */
+export async function assertNotLocked(
+  db: Queryable,
+  key: string | readonly string[],
+  now: Date = new Date(),
+): Promise<void> {
+  const keys = typeof key === 'string' ? [key] : [...key];
   const r = await db.query<{ locked_until: Date | string }>(
-    'SELECT locked_until FROM identity.auth_attempts WHERE key = $1 AND locked_until > $2::timestamptz',
-    [key, now.toISOString()],
+    `SELECT locked_until FROM identity.auth_attempts
+      WHERE key = ANY($1::text[]) AND locked_until > $2::timestamptz
+      ORDER BY locked_until DESC LIMIT 1`,
+    [keys, now.toISOString()],
   );
   const row = r.rows[0];
   if (row) throw lockedError(toDate(row.locked_until).getTime() - now.getTime());

@@ -192,7 +192,7 @@ export const resolvers: Resolvers = {
       const userCode = parseInput(UserCode, args.userCode, 'userCode');
       const oauth = oauthOf(ctx);
       // Its own transaction, not a shared read, inside the guard that counts wrong codes as failed guesses.
-      return withUserCodeGuard(oauth, auth, () =>
+      return withUserCodeGuard(oauth, { auth, address: ctx.origin.ip }, () =>
         withTenant(ctx.db, auth, async (tx) => {
           requireRole(auth, await store.roleOf(tx, userId), 'VIEWER', 'look up device requests');
           return findDeviceAuthorization(oauth, tx, auth, userCode);
@@ -228,7 +228,7 @@ export const resolvers: Resolvers = {
       const userId = userIdOf(auth);
       const userCode = parseInput(UserCode, args.userCode, 'userCode');
       const oauth = oauthOf(ctx);
-      return withUserCodeGuard(oauth, auth, () =>
+      return withUserCodeGuard(oauth, { auth, address: ctx.origin.ip }, () =>
         idempotentMutation(ctx, 'Mutation.approveDeviceAuthorization', args, async (tx) => {
           requireRole(auth, await store.roleOf(tx, userId), 'OPERATOR', 'approve device requests');
           const { deviceId } = await approveDeviceAuthorization(oauth, tx, auth, userCode);
@@ -244,7 +244,7 @@ export const resolvers: Resolvers = {
       const userId = userIdOf(auth);
       const userCode = parseInput(UserCode, args.userCode, 'userCode');
       const oauth = oauthOf(ctx);
-      return withUserCodeGuard(oauth, auth, () =>
+      return withUserCodeGuard(oauth, { auth, address: ctx.origin.ip }, () =>
         idempotentMutation(ctx, 'Mutation.denyDeviceAuthorization', args, async (tx) => {
           requireRole(auth, await store.roleOf(tx, userId), 'OPERATOR', 'deny device requests');
           await denyDeviceAuthorization(oauth, tx, auth, userCode);

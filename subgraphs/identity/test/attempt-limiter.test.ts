@@ -30,7 +30,7 @@ afterAll(async () => {
   await testDb?.drop();
 });
 
-async function lockError(key: string, now: Date) {
+async function lockError(key: string | string[], now: Date) {
   try {
     await assertNotLocked(db, key, now);
     return null;
@@ -94,6 +94,16 @@ describe('attempt limiter', () => {
     for (let i = 0; i < 5; i++) await recordFailure(db, 'test:a', POLICY, at(i));
     expect(await lockError('test:a', at(10))).not.toBeNull();
     expect(await lockError('test:b', at(10))).toBeNull();
+  });
+
+  it('checks several keys at once and answers the longest wait among the locked ones', async () => {
+    for (let i = 0; i < 5; i++) await recordFailure(db, 'test:many:a', POLICY, at(i * MIN));
+    for (let i = 0; i < 5; i++) await recordFailure(db, 'test:many:b', POLICY, at(0));
+    expect(await lockError(['test:many:free'], at(5 * MIN))).toBeNull();
+    const both = await lockError(['test:many:b', 'test:many:a', 'test:many:free'], at(5 * MIN));
+    expect(both?.extensions).toEqual({ code: 'RATE_LIMITED', retryAfterMs: 14 * MIN }); // a's, locked at 4 minutes
+    const one = await lockError(['test:many:free', 'test:many:b'], at(5 * MIN));
+    expect(one?.extensions['retryAfterMs']).toBe(10 * MIN);
   });
 
   it('counts concurrent failures exactly (one row, atomic upsert)', async () => {

@@ -217,6 +217,56 @@ describe('approveDeviceAuthorization', () => {
     // Others are not locked out by this guesser.
     expect((await h.gql(VIEW, { code: asked.userCode }, acme.token)).body.errors).toBeUndefined();
   });
+
+  it('a right code between wrong ones resets nothing; wrong codes also count per client address', async () => {
+    // As the gateway forwards a request: the client's address is the last x-forwarded-for hop (SubgraphContext.origin).
+    const from = async (
+      address: string,
+      query: string,
+      variables: Record<string, unknown>,
+      token: string,
+    ) => {
+      const res = await fetch(`${h.url}/graphql`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          accept: 'application/graphql-response+json',
+          authorization: `Bearer ${token}`,
+          'x-forwarded-for': address,
+        },
+        body: JSON.stringify({ query, variables }),
+      });
+      return { status: res.status, body: (await res.json()) as GraphQLAnswer['body'] };
+    };
+    const own = async () => (await ask()).userCode;
+
+    // 4 wrong, then a code the guesser minted, then 1 wrong: that is 5 wrong in the window, and the next is refused.
+    const gwen = await member(acme, 'gwen@acme.test', 'OPERATOR');
+    for (let i = 0; i < 4; i++) {
+      expect(code(await from('203.0.113.7', VIEW, { code: 'BCDF-GHJK' }, gwen.token))).toBe('NOT_FOUND');
+    }
+    expect((await from('203.0.113.7', VIEW, { code: await own() }, gwen.token)).body.errors).toBeUndefined();
+    expect(code(await from('203.0.113.7', VIEW, { code: 'BCDF-GHJK' }, gwen.token))).toBe('NOT_FOUND');
+    const refused = await from('203.0.113.7', APPROVE, { code: await own(), key: key('guess') }, gwen.token);
+    expect(code(refused)).toBe('RATE_LIMITED');
+    expect(refused.body.errors?.[0]?.extensions['retryAfterMs']).toBeGreaterThan(0);
+
+    // Five members guess 4 wrong codes each from one address (none reaches 5 of their own): the address is locked,
+    // also for a member who never guessed; the same member from another address is not.
+    const sprayers: Member[] = [];
+    for (let m = 0; m < 6; m++) sprayers.push(await member(acme, `spray${m}@acme.test`, 'OPERATOR'));
+    for (const m of sprayers.slice(0, 5)) {
+      for (let i = 0; i < 4; i++) {
+        expect(code(await from('203.0.113.8', VIEW, { code: 'BCDF-GHJK' }, m.token))).toBe('NOT_FOUND');
+      }
+    }
+    expect(code(await from('203.0.113.8', VIEW, { code: await own() }, sprayers[5]!.token))).toBe(
+      'RATE_LIMITED',
+    );
+    expect(
+      (await from('203.0.113.9', VIEW, { code: await own() }, sprayers[5]!.token)).body.errors,
+    ).toBeUndefined();
+  });
 });
 
 describe('denyDeviceAuthorization', () => {

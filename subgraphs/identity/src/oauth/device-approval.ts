@@ -3,14 +3,16 @@
  * approves (the device is enrolled: a devices row with its public key, an OAuth grant, and the device code released to
  * the polling device) or denies (the device gets access_denied). Shared by the /device page and GraphQL.
  *
- * Wrong codes are guesses. Run every call inside `withUserCodeGuard(oauth, auth, fn)`, with `fn` opening the tenant
- * transaction: the guard refuses a locked-out caller before any work, and records a wrong guess after the
+ * Wrong codes are guesses. Run every call inside `withUserCodeGuard(oauth, { auth, address }, fn)`, with `fn` opening
+ * the tenant transaction: the guard refuses a locked-out caller before any work, and records a wrong guess after the
  * transaction has rolled back (so the rollback cannot erase it, and the embedded single-connection database never
- * waits on itself). After 5 wrong guesses in 15 minutes the caller is locked out for 15 minutes: the 6th attempt is
- * refused with RATE_LIMITED (retryAfterMs), whatever code it carries.
+ * waits on itself). Wrong guesses count per member (5 in 15 minutes) and per client address (20 in 15 minutes, across
+ * members); the guess that fills a window locks that key for 15 minutes, and every attempt meanwhile is refused with
+ * RATE_LIMITED (retryAfterMs), whatever code it carries. A right code resets nothing: anyone can mint a valid code of
+ * their own, so a success between wrong guesses must not buy more guesses.
  */
 import { AppError, type AuthContext, type Queryable } from '@agentgraph/runtime';
-import { assertNotLocked, clearFailures, recordFailure, type AttemptPolicy } from '../attempt-limiter.js';
+import { assertNotLocked, recordFailure, type AttemptPolicy } from '../attempt-limiter.js';
 import { userIdOf } from '../input.js';
 import type { Platform } from '../models.js';
 import { CLIENT_NAMES } from './clients.js';
@@ -20,7 +22,14 @@ import { createGrant, grantableScopes } from './grants.js';
 import type { OAuthService } from './service.js';
 import { withOAuthTransaction } from './store-context.js';
 
+/** Wrong user codes per member (tenant and principal): 5 in 15 minutes lock the member out for 15 minutes. */
 export const USER_CODE_GUESSES: AttemptPolicy = { maxFailures: 5, windowSeconds: 900, lockSeconds: 900 };
+/** Wrong user codes per client address, whichever members guess: 20 in 15 minutes lock the address for 15 minutes. */
+export const USER_CODE_ADDRESS_GUESSES: AttemptPolicy = {
+  maxFailures: 20,
+  windowSeconds: 900,
+  lockSeconds: 900,
+};
 const USER_CODE_ALPHABET = /^[BCDFGHJKLMNPQRSTVWXZ]{8}$/;
 
 export interface DeviceAuthorizationView {
@@ -40,8 +49,17 @@ export function normalizeUserCode(input: string): string {
   return input.toUpperCase().replace(/[^A-Z0-9]/g, '');
 }
 
-function guessKey(auth: AuthContext): string {
-  return `usercode:${auth.tenantId}:${auth.principalId}`;
+export const userCodeMemberKey = (auth: Pick<AuthContext, 'tenantId' | 'principalId'>): string =>
+  `usercode:${auth.tenantId}:${auth.principalId}`;
+export const userCodeAddressKey = (address: string): string => `usercode:ip:${address}`;
+
+/** Who makes a user-code attempt, and from where. */
+export interface UserCodeCaller {
+  auth: AuthContext;
+  /** The client's network address (the page: the socket peer; GraphQL: the request origin's ip); null if unknown. */
+  address: string | null;
+  /** The clock (tests pass a fake one); default now. */
+  now?: Date;
 }
 
 /** Thrown inside the transaction for an unknown, expired or spent code; the guard turns it into NOT_FOUND. */
@@ -55,24 +73,31 @@ class WrongUserCode extends AppError {
 }
 
 /**
- * Runs `fn` (which opens its own tenant transaction and calls the functions below) under the wrong-guess limit.
+ * Runs `fn` (which opens its own tenant transaction and calls the functions below) under the wrong-guess limits of
+ * the member and of the client address. The pages and GraphQL pass a `UserCodeCaller`; a bare AuthContext (scripts,
+ * tests) has no address, so only the member's limit applies. A success clears nothing.
  */
 export async function withUserCodeGuard<T>(
   oauth: OAuthService,
-  auth: AuthContext,
+  caller: UserCodeCaller | AuthContext,
   fn: () => Promise<T>,
 ): Promise<T> {
   await oauth.ready;
-  const key = guessKey(auth);
-  await assertNotLocked(oauth.db, key);
+  const from: UserCodeCaller = 'auth' in caller ? caller : { auth: caller, address: null };
+  const now = from.now ?? new Date();
+  const limits: [string, AttemptPolicy][] = [[userCodeMemberKey(from.auth), USER_CODE_GUESSES]];
+  if (from.address) limits.push([userCodeAddressKey(from.address), USER_CODE_ADDRESS_GUESSES]);
+  await assertNotLocked(
+    oauth.db,
+    limits.map(([key]) => key),
+    now,
+  );
   try {
-    const result = await fn();
-    await clearFailures(oauth.db, key);
-    return result;
+    return await fn();
   } catch (err) {
     if (!(err instanceof WrongUserCode)) throw err;
-    // This guess was wrong (NOT_FOUND); if it was the last one allowed, the next call is refused by assertNotLocked.
-    await recordFailure(oauth.db, key, USER_CODE_GUESSES);
+    // This guess was wrong (NOT_FOUND); if it filled a window, the next call is refused by assertNotLocked.
+    for (const [key, policy] of limits) await recordFailure(oauth.db, key, policy, now);
     throw err;
   }
 }

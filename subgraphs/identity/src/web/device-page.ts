@@ -3,7 +3,8 @@
  * ?user_code=…). A signed-in member enters (or confirms the prefilled) code, sees what is asking — application,
  * device name, platform, key thumbprint, access, expiry — and approves or denies. Every step that touches a code is a
  * POST with the CSRF token: a link alone can neither approve nor spend the member's wrong-code allowance (5 in 15
- * minutes). Codes are accepted in any case, with or without the dash.
+ * minutes per member, 20 per client address; a right code does not reset them). Codes are accepted in any case, with
+ * or without the dash.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import {
@@ -25,7 +26,7 @@ import {
 import { pageRoute, retryHeaders, type WebContext } from './context.js';
 import { checkPost, csrfToken, CSRF_FIELD } from './csrf.js';
 import { errorSummary, field, hidden, html, messagePage, page } from './html.js';
-import { queryOf, readForm, redirect, sendHtml } from './http.js';
+import { clientAddress, queryOf, readForm, redirect, sendHtml } from './http.js';
 import { authOf, type WebSession } from './sessions.js';
 import { SIGNIN_PATH } from './signin-page.js';
 
@@ -162,10 +163,11 @@ export function deviceRoute(ctx: WebContext): RouteHandler {
     const oauth = ctx.oauth();
     try {
       const code = canonicalUserCode(typed);
-      // The guard counts a wrong code against this member (after the transaction rolled back) and refuses a
-      // locked-out member before any work.
+      // The guard counts a wrong code against this member and this address (after the transaction rolled back) and
+      // refuses a locked-out member or address before any work.
+      const caller = { auth, address: clientAddress(req), now: ctx.now() };
       const inTenant = <T>(fn: (tx: Queryable) => Promise<T>) =>
-        withUserCodeGuard(oauth, auth, () => withTenant(ctx.db, auth, fn));
+        withUserCodeGuard(oauth, caller, () => withTenant(ctx.db, auth, fn));
       if (action === 'approve') {
         const { deviceId } = await inTenant((tx) => approveDeviceAuthorization(oauth, tx, auth, code));
         ctx.log.info('device approved', { deviceId, userId: session.userId, tenantId: session.tenantId });

@@ -26,7 +26,7 @@ import { freePort } from '../../../../test/src/ports.js';
 import { provisionTestDatabase, type TestDatabase } from '../../../../test/src/database.js';
 import { bootstrapTenant, identitySubgraph } from '../../src/index.js';
 import { DESKTOP_CLIENT_ID } from '../../src/oauth/constants.js';
-import { withUserCodeGuard } from '../../src/oauth/device-approval.js';
+import { withUserCodeGuard, type UserCodeCaller } from '../../src/oauth/device-approval.js';
 import { oauthServiceFor, type OAuthService } from '../../src/oauth/service.js';
 
 export interface OAuthHarness {
@@ -42,8 +42,15 @@ export interface OAuthHarness {
   logs: string[];
   member(tenant: string, email: string): Promise<{ tenantId: string; userId: string; auth: AuthContext }>;
   desktop(): Promise<client.Configuration>;
-  /** Runs device-approval work the way the page and GraphQL do: under the wrong-guess guard, in a tenant transaction. */
-  guarded<T>(auth: AuthContext, fn: (tx: Queryable) => Promise<T>): Promise<T>;
+  /**
+   * Runs device-approval work the way the page and GraphQL do: under the wrong-guess guard (from `from`: an address
+   * and a clock; by default no address and the real clock), in a tenant transaction.
+   */
+  guarded<T>(
+    auth: AuthContext,
+    fn: (tx: Queryable) => Promise<T>,
+    from?: Omit<UserCodeCaller, 'auth'>,
+  ): Promise<T>;
   close(): Promise<void>;
 }
 
@@ -100,8 +107,8 @@ export async function startOAuthIdentity(env: Record<string, string> = {}): Prom
         auth: { tenantId, principalId: userId, role: 'OWNER', scopes: ['api:read', 'api:write'] },
       };
     },
-    guarded(auth, fn) {
-      return withUserCodeGuard(oauth, auth, () => withTenant(db, auth, fn));
+    guarded(auth, fn, from) {
+      return withUserCodeGuard(oauth, from ? { ...from, auth } : auth, () => withTenant(db, auth, fn));
     },
     desktop() {
       return client.discovery(new URL(issuer), DESKTOP_CLIENT_ID, undefined, client.None(), {

@@ -2,7 +2,7 @@
  * The RFC 8628 verification page (/device) over real HTTP against the real OAuth provider: a desktop asks for a
  * code, a signed-in member enters it (any case, with or without the dash), sees what is asking, approves or denies,
  * and the desktop's next poll gets tokens or access_denied. Wrong codes are shown on the form; the 6th in 15 minutes
- * is refused with the time to wait.
+ * is refused with the time to wait, even when right codes came in between.
  */
 import { calculateJwkThumbprint, decodeJwt, exportJWK, generateKeyPair } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -211,6 +211,31 @@ describe('/device', () => {
     expect(sixth.status).toBe(429);
     expect(Number(sixth.headers.get('retry-after'))).toBeGreaterThan(800);
     expect(textOf(byId(sixth.doc(), 'user_code-error')!)).toMatch(/Wait 1[45] minutes/);
+  });
+
+  it('a right code between wrong ones resets nothing; the lock ends 15 minutes after the 5th wrong code', async () => {
+    h.clock.set(new Date());
+    try {
+      const fay = await member('Fay Corp', 'fay@faycorp.test');
+      const csrf = csrfOf(await fay.b.get('/device'));
+      const own = async () => (await desktopAsks('Fay’s own box')).answer.user_code;
+      for (let i = 0; i < 4; i++) {
+        expect((await fay.b.post('/device', { csrf, user_code: 'BCDF-GHJK' })).status).toBe(404);
+      }
+      // A code Fay minted herself is found, and does not buy more guesses: the next wrong one is the 5th.
+      expect((await fay.b.post('/device', { csrf, user_code: await own() })).text).toContain(
+        'Approve this device?',
+      );
+      expect((await fay.b.post('/device', { csrf, user_code: 'BCDF-GHJK' })).status).toBe(404);
+      h.clock.advance(60_000);
+      const refused = await fay.b.post('/device', { csrf, user_code: await own() });
+      expect(refused.status).toBe(429);
+      expect(refused.headers.get('retry-after')).toBe(String(14 * 60));
+      h.clock.advance(14 * 60_000);
+      expect((await fay.b.post('/device', { csrf, user_code: await own() })).status).toBe(200);
+    } finally {
+      h.clock.fixed = null;
+    }
   });
 
   it('approves into the tenant of the approving member’s session', async () => {
