@@ -2,14 +2,18 @@
  * What a device's and a sidecar's token may call in coordination (runtime/src/principals.ts; the table in
  * subgraphs/identity/README.md, "Who may call what"). The resolvers confine each to the device's own objects: its
  * intents (`visible`, `requireDeviceToken`, WRONG_DEVICE), its inbox (the caller's address). Creating or cancelling
- * intents, creating rooms and the emergency stop are a person's.
+ * intents and the emergency stop are a person's.
  */
 import type { PrincipalOperations } from '@agentgraph/runtime';
 
-/** Rooms and agent messages: the desktop and its sidecar post, send, read and acknowledge as the device. */
+/**
+ * Rooms and agent messages: the desktop and its sidecar open rooms (additive, like a memory workspace) and post in
+ * them, and send, read and acknowledge agent messages as the device.
+ */
 const ROOMS_AND_MESSAGES = [
   'Query.room',
   'Query.rooms',
+  'Mutation.createRoom',
   'Query.agentInbox',
   'Query.sentAgentMessages',
   'Query.agentMessage',
