@@ -3,7 +3,8 @@
  * access tokens (subject_token) for a token it hands to its Python sidecar: same subject, tenant and device, scopes
  * a subset of the subject's (without a `scope` parameter: `api:read` only, so a sidecar writes only when its host asks
  * for `api:write`), role no higher than the member's current one, and a lifetime of at most 5 minutes that never
- * outlives the subject token. No refresh token is ever issued: the sidecar never holds a durable credential. Errors are the RFC's: invalid_request, invalid_grant, invalid_scope, invalid_target.
+ * outlives the subject token. No refresh token is ever issued: the sidecar never holds a durable credential. Errors
+ * are the RFC's: invalid_request, invalid_grant, invalid_scope, invalid_target.
  */
 import { randomUUID } from 'node:crypto';
 import { roleMeet, type Config, type Queryable } from '@agentgraph/runtime';
