@@ -67,18 +67,6 @@ export function parseArgs<S extends z.ZodType>(schema: S, args: unknown): z.outp
   });
 }
 
-/** Writers are every role but VIEWER. */
-export function requireWriter(auth: AuthContext | null): AuthContext {
-  const a = requireAuth(auth);
-  if (a.role === 'VIEWER') {
-    throw new AppError(
-      'FORBIDDEN',
-      'Your role (VIEWER) can read the catalog but not change it. Ask an owner or admin of your tenant for a writing role.',
-    );
-  }
-  return a;
-}
-
 /** Reads need a token; the tenant comes from it. */
 export function requireReader(auth: AuthContext | null): AuthContext {
   return requireAuth(auth);
@@ -99,13 +87,16 @@ const Reason = z.string().trim().min(1, 'must not be empty').max(2000, 'must be 
 export const ReleaseIdArgs = z.object({ releaseId: Id('a release') });
 export const ReleaseReasonArgs = z.object({ releaseId: Id('a release'), reason: Reason });
 
-/** Uploading packages: PUBLISHER, ADMIN or OWNER. */
-export function requirePublisher(auth: AuthContext | null): AuthContext {
+/**
+ * Publishing (creating plugins, declaring releases, uploading packages): PUBLISHER, ADMIN or OWNER. OPERATOR runs
+ * things on devices and may not publish (runtime/src/roles.ts: OPERATOR and PUBLISHER are incomparable).
+ */
+export function requirePublisher(auth: AuthContext | null, action = 'upload plugin packages'): AuthContext {
   const a = requireAuth(auth);
   if (!roleCovers(a.role, 'PUBLISHER')) {
     throw new AppError(
       'FORBIDDEN',
-      `Your role (${a.role}) cannot upload plugin packages. It needs ${rolesCovering('PUBLISHER')}; ask an owner or admin of your tenant.`,
+      `Your role (${a.role}) cannot ${action}. It needs ${rolesCovering('PUBLISHER')}; ask an owner or admin of your tenant.`,
     );
   }
   return a;

@@ -20,9 +20,9 @@ import {
   ReleaseReasonArgs,
   isUuid,
   parseArgs,
+  requirePublisher,
   requireReader,
   requireReviewer,
-  requireWriter,
 } from './input.js';
 import type { AnalysisModel, ChannelName, PluginModel, ReleaseModel } from './models.js';
 import * as pipeline from './pipeline-store.js';
@@ -115,14 +115,14 @@ export function createResolvers(deps: review.ReviewDeps): Resolvers {
 
     Mutation: {
       createPlugin: (_parent, args, ctx) => {
-        requireWriter(ctx.auth);
+        requirePublisher(ctx.auth, 'create plugins');
         const { input } = parseArgs(CreatePluginArgs, args);
         return idempotentMutation(ctx, 'Mutation.createPlugin', args, async (tx, auth) => ({
           plugin: await store.createPlugin(tx, auth, input),
         }));
       },
       declareRelease: (_parent, args, ctx) => {
-        requireWriter(ctx.auth);
+        requirePublisher(ctx.auth, 'declare releases');
         const { pluginId, input } = parseArgs(DeclareReleaseArgs, args);
         return idempotentMutation(ctx, 'Mutation.declareRelease', args, async (tx, auth) => ({
           release: await store.declareRelease(tx, auth, pluginId, input.version),

@@ -66,7 +66,7 @@ function declare(p: Principal, id: string, version: string, key = randomUUID()) 
 
 describe('plugins', () => {
   it('creates a plugin published by the caller and reads it back', async () => {
-    const p = newPrincipal('OPERATOR');
+    const p = newPrincipal('PUBLISHER');
     const r = dataOf(
       await createPlugin(p, {
         name: 'web-search',
@@ -320,6 +320,33 @@ describe('roles and tenants', () => {
     expect(codeOf(await createPlugin(null as unknown as Principal, { name: 'anon' }))).toBe(
       'UNAUTHENTICATED',
     );
+  });
+
+  it('lets PUBLISHER, ADMIN and OWNER publish, not OPERATOR (runtime/src/roles.ts: they are incomparable)', async () => {
+    const tenant = randomUUID();
+    const publisher = newPrincipal('PUBLISHER', tenant);
+    const id = await pluginId(publisher, 'published');
+    expect(codeOf(await declare(publisher, id, '1.0.0'))).toBeUndefined();
+    for (const [i, role] of (['ADMIN', 'OWNER'] as const).entries()) {
+      const p = newPrincipal(role, tenant);
+      const own = await pluginId(p, `by-${role.toLowerCase()}`);
+      expect(codeOf(await declare(p, own, '1.0.0'))).toBeUndefined();
+      expect(codeOf(await declare(p, id, `1.1.${i}`))).toBeUndefined();
+    }
+    const operator = newPrincipal('OPERATOR', tenant);
+    const created = await createPlugin(operator, { name: 'by-operator' });
+    expect(codeOf(created)).toBe('FORBIDDEN');
+    expect(created.body.errors?.[0]?.message).toContain('PUBLISHER, ADMIN or OWNER');
+    expect(codeOf(await declare(operator, id, '2.0.0'))).toBe('FORBIDDEN');
+    // Nothing was written: the name is free and the plugin has only the releases above.
+    const names = dataOf(await h.gql(publisher, PLUGINS, { first: 10 })).plugins.edges.map(
+      (e: { node: { name: string } }) => e.node.name,
+    );
+    expect(names).not.toContain('by-operator');
+    const versions = dataOf(await h.gql(publisher, RELEASES, { id, first: 10 })).plugin.releases.edges.map(
+      (e: { node: { version: string } }) => e.node.version,
+    );
+    expect(versions).not.toContain('2.0.0');
   });
 
   it("keeps tenant A's plugins and releases out of tenant B's reads, lists and entity references", async () => {

@@ -1,6 +1,6 @@
 /**
  * The tenant's plugins, a page at a time (name, display name, publisher, created), a link to each plugin and to the
- * review queue, and the form that creates a plugin. The server decides who may (every role but VIEWER).
+ * review queue, and the form that creates a plugin. The server decides who may (PUBLISHER, ADMIN or OWNER).
  */
 import { useState } from 'preact/hooks';
 import type { PluginsNode } from '@agentgraph/sdk';
