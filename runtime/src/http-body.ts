@@ -1,5 +1,6 @@
 /** Reading a request body with a hard size limit, and writing JSON answers. */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { classifyDatabaseError } from './db/errors.js';
 import { AppError, httpStatusOf } from './errors.js';
 import type { Logger } from './log.js';
 
@@ -95,8 +96,9 @@ function graphqlContentType(res: ServerResponse): string {
 }
 
 /**
- * Answers an error thrown while handling a request: an AppError with its code's status, anything else masked as
- * INTERNAL_SERVER_ERROR naming the correlation id (and logged). After the headers went out, the socket is dropped.
+ * Answers an error thrown while handling a request: an AppError with its code's status, a failed database call as
+ * classifyDatabaseError codes it (db/errors.ts), anything else masked as INTERNAL_SERVER_ERROR naming the correlation
+ * id (and logged). After the headers went out, the socket is dropped.
  */
 export function sendThrown(
   res: ServerResponse,
@@ -105,11 +107,16 @@ export function sendThrown(
   log: Logger,
   path: string,
 ): void {
+  // The database unreachable: 503 with Retry-After; a character it cannot store: 400 (db/errors.ts).
+  const database = res.headersSent || err instanceof AppError ? null : classifyDatabaseError(err);
   if (res.headersSent) {
     log.warn('response failed after headers were sent', { path, error: err });
     res.destroy();
   } else if (err instanceof AppError) {
     sendRequestError(res, err, httpStatusOf(err.code), correlationId);
+  } else if (database) {
+    log.warn('database call failed', { path, code: database.code, error: err });
+    sendRequestError(res, database, httpStatusOf(database.code), correlationId);
   } else {
     log.error('request failed', { path, error: err });
     sendRequestError(

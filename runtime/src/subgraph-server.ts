@@ -28,6 +28,7 @@ import { z } from 'zod';
 import { assertOperationScope, type TokenVerifier } from './auth.js';
 import type { Config } from './config.js';
 import { CursorCodec } from './connection.js';
+import { classifyDatabaseError } from './db/errors.js';
 import type { Database } from './db/types.js';
 import { AppError } from './errors.js';
 import { assertGatewayAccess, GATEWAY_SECRET_HEADER } from './gateway-secret.js';
@@ -132,6 +133,17 @@ export function formatError(err: GraphQLError, log: Logger, correlationId: strin
     return { ...err.toJSON(), extensions: { ...err.extensions, code: 'INTERNAL_SERVER_ERROR' } };
   }
   if (original instanceof GraphQLError && original.extensions['code']) return original.toJSON();
+  // The database unreachable (SERVICE_UNAVAILABLE, retryAfterMs) or refusing a character (BAD_USER_INPUT).
+  const database = classifyDatabaseError(original);
+  if (database) {
+    log.warn('database call failed', { path: err.path, code: database.code, error: original });
+    return {
+      message: database.message,
+      path: err.path,
+      locations: err.locations,
+      extensions: database.extensions,
+    };
+  }
   log.error('resolver failed', { path: err.path, error: original });
   return {
     message: `Internal server error. Retry later; if it persists, report correlation id ${correlationId}.`,

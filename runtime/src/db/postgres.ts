@@ -37,9 +37,22 @@ function wrap(q: { query: pg.Pool['query'] } | pg.PoolClient): Queryable {
   };
 }
 
+/**
+ * How long making a connection (or waiting for a free one in a full pool) may take before the query fails: during
+ * an outage a request fails fast with SERVICE_UNAVAILABLE (db/errors.ts) instead of hanging.
+ */
+export const CONNECT_TIMEOUT_MS = 5_000;
+
 function transactionOn(pool: pg.Pool): Database['transaction'] {
   return async (fn, settings) => {
     const client = await pool.connect();
+    // A checked-out client whose connection fails (server stopped, backend terminated) emits 'error'; with no one
+    // listening, Node would end the process. The transaction's next query fails instead, and the client is dropped.
+    let lost: Error | undefined;
+    const onLost = (err: Error) => {
+      lost = err;
+    };
+    client.on('error', onLost);
     try {
       if (settings) {
         // One round trip for BEGIN and the settings: a simple-protocol script, so the values are escaped literals.
@@ -58,7 +71,8 @@ function transactionOn(pool: pg.Pool): Database['transaction'] {
       await client.query('ROLLBACK').catch(() => undefined);
       throw err;
     } finally {
-      client.release();
+      client.off('error', onLost);
+      client.release(lost);
     }
   };
 }
@@ -83,6 +97,7 @@ class Listener {
     this.connecting = (async () => {
       const client = new pg.Client({
         connectionString: this.url,
+        connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
         ...(this.role ? { options: `-c role=${this.role}` } : {}),
       });
       client.on('notification', (n) => {
@@ -183,7 +198,11 @@ export async function openPostgres(
   appRole: string,
   appUrl: string | null = null,
 ): Promise<DatabaseHandle> {
-  const ownerPool = new pg.Pool({ connectionString: url, max: 2 });
+  const ownerPool = new pg.Pool({
+    connectionString: url,
+    max: 2,
+    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+  });
   ownerPool.on('error', () => undefined);
   let appDb: Database | null = null;
   let appPool: pg.Pool | null = null;
@@ -194,8 +213,17 @@ export async function openPostgres(
       if (appDb) return appDb;
       // The role is a startup parameter: a connection that cannot take it fails instead of running as owner.
       appPool = appUrl
-        ? new pg.Pool({ connectionString: appUrl, max: poolSize })
-        : new pg.Pool({ connectionString: url, max: poolSize, options: `-c role=${appRole}` });
+        ? new pg.Pool({
+            connectionString: appUrl,
+            max: poolSize,
+            connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+          })
+        : new pg.Pool({
+            connectionString: url,
+            max: poolSize,
+            options: `-c role=${appRole}`,
+            connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+          });
       appPool.on('error', () => undefined);
       const pool = appPool;
       if (appUrl) await assertOwnLogin(pool, appRole);
