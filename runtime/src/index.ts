@@ -29,3 +29,5 @@ export * from './principals.js';
 export * from './stream-guard.js';
 export * from './gateway-secret.js';
 export * from './schema-details.js';
+export * from './db/errors.js';
+export * from './input-text.js';

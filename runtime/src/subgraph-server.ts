@@ -42,6 +42,7 @@ import {
   sendThrown,
   unsupportedMediaType,
 } from './http-body.js';
+import { checkInputText } from './input-text.js';
 import { checkDocumentLimits } from './limits.js';
 import { withoutSuggestions } from './schema-details.js';
 import { correlationIdFrom, withCorrelationId, type Logger } from './log.js';
@@ -246,6 +247,8 @@ export function createSubgraphServer(opts: SubgraphServerOptions): {
     if (prepared.error) throw prepared.error;
     const document = prepared.document!;
     checkDocumentLimits(document, operationName, variables, config.limits);
+    const unstorable = checkInputText(schema, document, operationName, variables);
+    if (unstorable) throw unstorable;
     const abort = new AbortController();
     const ctx = await contextFor(req, correlationId, abort.signal, document, operationName);
     const result = (await execute({
@@ -412,6 +415,13 @@ export function createSubgraphServer(opts: SubgraphServerOptions): {
           { message: 'Cannot perform mutations over GET' },
           { allow: 'POST' },
         );
+      }
+      const unstorable = checkInputText(schema, document, params.operationName, params.variables);
+      if (unstorable) {
+        return refusal(400, 'Bad Request', {
+          message: unstorable.message,
+          extensions: unstorable.extensions,
+        });
       }
       const abort = new AbortController();
       const ctx = (await streamContext(
