@@ -180,6 +180,110 @@ describe(`bad input through the gateway`, () => {
     await stillServes();
   });
 
+  describe('text the database cannot store (U+0000, an unpaired surrogate) → 400 BAD_USER_INPUT naming the field', () => {
+    const WORKSPACE =
+      'mutation W($input: CreateWorkspaceInput!, $k: ID!) { createWorkspace(input: $input, idempotencyKey: $k) { workspace { id } } }';
+    const MEMORY =
+      'mutation M($id: ID!, $input: PutMemoryInput!, $k: ID!) { putMemory(id: $id, input: $input, idempotencyKey: $k) { record { id } } }';
+    const PLUGIN =
+      'mutation P($input: CreatePluginInput!, $k: ID!) { createPlugin(input: $input, idempotencyKey: $k) { plugin { id } } }';
+    const PROFILE =
+      'mutation U($input: UpdateProfileInput!, $k: ID!) { updateProfile(input: $input, idempotencyKey: $k) { user { id } } }';
+    /** GraphQL string literal text for `value` (\u escapes, so the document itself stays printable). */
+    const literal = (value: string) =>
+      `"${[...value].map((c) => (c.charCodeAt(0) < 0x20 ? `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}` : c)).join('')}"`;
+    let workspaceId: string;
+
+    beforeAll(async () => {
+      const r = await p.gql(WORKSPACE, { input: { name: 'notes' }, k: randomUUID() }, user.token);
+      workspaceId = r.data.createWorkspace.workspace.id;
+    });
+
+    /** What the tenant holds: nothing may change through any of the refused requests. */
+    async function holdings(memoryId: string) {
+      const r = await p.gql(
+        `query H($m: ID!) {
+           workspaces(first: 50) { edges { node { id } } }
+           plugins(first: 50) { edges { node { id } } }
+           memoryRecord(id: $m) { id }
+           viewer { user { displayName } }
+         }`,
+        { m: memoryId },
+        user.token,
+      );
+      expect(r.errors).toBeUndefined();
+      return r.data;
+    }
+
+    function expectRefused(r: GraphQLResult, field: string, secret: string): void {
+      expectCoded(r, 400, 'BAD_USER_INPUT');
+      expect(r.errors?.[0]?.extensions?.['field']).toBe(field);
+      expect(r.errors?.[0]?.message).toContain(field);
+      // The value is never echoed.
+      expect(JSON.stringify(r)).not.toContain(secret);
+    }
+
+    it.each([
+      ['a NUL', (s: string) => `${s}\u0000tail`],
+      ['an unpaired surrogate', (s: string) => `${s}\ud800tail`],
+    ])('%s, sent in variables, in each of the four fields', async (_what, bad) => {
+      const memoryId = randomUUID();
+      const before = await holdings(memoryId);
+      const cases: Array<[string, Record<string, unknown>, string]> = [
+        [WORKSPACE, { input: { name: bad('ws-secret') } }, 'input.name'],
+        [
+          MEMORY,
+          { id: memoryId, input: { workspaceId, kind: 'note', content: bad('memory-secret') } },
+          'input.content',
+        ],
+        [PLUGIN, { input: { name: 'nul-plugin', displayName: bad('plugin-secret') } }, 'input.displayName'],
+        [PROFILE, { input: { displayName: bad('profile-secret') } }, 'input.displayName'],
+      ];
+      for (const [query, variables, field] of cases) {
+        const r = await p.gql(query, { ...variables, k: randomUUID() }, user.token);
+        expectRefused(r, field, 'secret');
+      }
+      expect(await holdings(memoryId)).toEqual(before);
+      await stillServes();
+    });
+
+    it('a NUL written inline in the document, in each of the four fields', async () => {
+      const memoryId = randomUUID();
+      const before = await holdings(memoryId);
+      const bad = (s: string) => literal(`${s}\u0000tail`);
+      const key = () => JSON.stringify(randomUUID());
+      const cases: Array<[string, string]> = [
+        [
+          `mutation { createWorkspace(input: { name: ${bad('ws-secret')} }, idempotencyKey: ${key()}) { workspace { id } } }`,
+          'input.name',
+        ],
+        [
+          `mutation { putMemory(id: ${JSON.stringify(memoryId)}, input: { workspaceId: ${JSON.stringify(workspaceId)}, kind: "note", content: ${bad('memory-secret')} }, idempotencyKey: ${key()}) { record { id } } }`,
+          'input.content',
+        ],
+        [
+          `mutation { createPlugin(input: { name: "nul-plugin", displayName: ${bad('plugin-secret')} }, idempotencyKey: ${key()}) { plugin { id } } }`,
+          'input.displayName',
+        ],
+        [
+          `mutation { updateProfile(input: { displayName: ${bad('profile-secret')} }, idempotencyKey: ${key()}) { user { id } } }`,
+          'input.displayName',
+        ],
+      ];
+      for (const [query, field] of cases)
+        expectRefused(await p.gql(query, undefined, user.token), field, 'secret');
+      expect(await holdings(memoryId)).toEqual(before);
+      // The same request with good text goes through: the refusals were about the text alone.
+      const ok = await p.gql(
+        `mutation { createWorkspace(input: { name: ${literal('Notizen 😀')} }, idempotencyKey: ${key()}) { workspace { id } } }`,
+        undefined,
+        user.token,
+      );
+      expect(ok.errors).toBeUndefined();
+      await stillServes();
+    });
+  });
+
   it('none of it was an internal error (nothing logged at error level)', () => {
     expect(p.errorLogs).toEqual([]);
   });
