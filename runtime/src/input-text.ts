@@ -1,6 +1,7 @@
 /**
  * Text a client sends that PostgreSQL cannot store is refused before any resolver runs, with BAD_USER_INPUT naming
- * the argument path (`extensions.field`, e.g. "input.displayName"), never echoing the value. One check for every
+ * the argument path (`extensions.field`, and `argument` as coordination calls it, e.g. "input.displayName"), never
+ * echoing the value. One check for every
  * subgraph's every argument, on `/graphql` and `/graphql/stream` alike (subgraph-server.ts calls it):
  *
  * - U+0000 (NUL): PostgreSQL's text cannot hold it (22021 "invalid byte sequence for encoding UTF8: 0x00"), and
@@ -92,7 +93,11 @@ function refusal(field: string, problem: Problem): AppError {
     problem === 'nul'
       ? 'a NUL character (U+0000), which cannot be stored'
       : 'an unpaired UTF-16 surrogate, which is not Unicode text';
-  return badInput(`${field} contains ${what}. Remove it and send the request again.`, { field });
+  // `field` as identity, memory, catalog and the console name it; `argument` as coordination does.
+  return badInput(`${field} contains ${what}. Remove it and send the request again.`, {
+    field,
+    argument: field,
+  });
 }
 
 /** The first unstorable string in a value of `type`, as [path, problem]. */

@@ -32,7 +32,7 @@ function check(query: string, variables?: Record<string, unknown>, operationName
 }
 
 function expectRefused(err: AppError | null, field: string, value?: string): void {
-  expect(err?.extensions).toEqual({ code: 'BAD_USER_INPUT', field });
+  expect(err?.extensions).toEqual({ code: 'BAD_USER_INPUT', field, argument: field });
   expect(err!.message.startsWith(`${field} contains`)).toBe(true);
   if (value) expect(err!.message).not.toContain(value);
 }
