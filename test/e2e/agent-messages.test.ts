@@ -412,9 +412,38 @@ describe('agent messages', () => {
     expect(q.data?.agentMessage).toBeNull();
     const s = await p.gql('query { sentAgentMessages { edges { node { id } } } }', {}, mallory.token);
     expect(s.data?.sentAgentMessages.edges).toEqual([]);
-    // Mallory's messages to alice's user id land in mallory's tenant, never in alice's inbox.
-    await sent(mallory.token, { to: { userId: alice.userId }, body: 'spam' });
+    // Alice's user id is not a member of mallory's tenant: NOT_FOUND, nothing stored, nothing in alice's inbox.
+    expect(codeOf(await send(mallory.token, { to: { userId: alice.userId }, body: 'spam' }))).toBe(
+      'NOT_FOUND',
+    );
     expect((await inbox(alice.token)).nodes.map((n) => n.body)).not.toContain('spam');
+  });
+
+  it('refuses a user address that is not a member of the tenant: unknown or foreign, the same NOT_FOUND', async () => {
+    const bob = await p.tokenFor({ tenant: 'agent-messages-bob' });
+    const erin = await p.tokenFor({ tenant: 'agent-messages-erin' });
+    const bobDevice = await enrolDevice(bob, 'bob-desk');
+    const unknown = randomUUID();
+    for (const token of [bob.token, bobDevice.token]) {
+      const foreign = await send(token, { to: { userId: erin.userId }, body: 'to erin' });
+      const nobody = await send(token, { to: { userId: unknown }, body: 'to nobody' });
+      expect(codeOf(foreign)).toBe('NOT_FOUND');
+      expect(codeOf(nobody)).toBe('NOT_FOUND');
+      // No existence oracle: the answer names neither the id nor whether it exists elsewhere.
+      expect(foreign.errors![0]!.message).toBe(nobody.errors![0]!.message);
+      expect(foreign.errors![0]!.message).not.toContain(erin.userId);
+      expect(foreign.data).toBeNull();
+    }
+    // Nothing stored: neither sender sent anything, erin's inbox is empty.
+    for (const token of [bob.token, bobDevice.token]) {
+      const s = await p.gql('query { sentAgentMessages { edges { node { id } } } }', {}, token);
+      expect(s.data?.sentAgentMessages.edges).toEqual([]);
+    }
+    expect((await inbox(erin.token)).nodes).toEqual([]);
+    // A member of the tenant is fine, from a person's token and from a device's.
+    await sent(bobDevice.token, { to: { userId: bob.userId }, body: 'to bob' });
+    await sent(bob.token, { to: { userId: bob.userId.toUpperCase() }, body: 'to myself' });
+    expect((await inbox(bob.token)).nodes.map((n) => n.body)).toEqual(['to bob', 'to myself']);
   });
 
   it('replays a send with the same idempotency key and refuses the key with other arguments', async () => {
@@ -454,7 +483,7 @@ describe('agent message store', () => {
     const inbox: AgentAddressModel = { kind: 'DEVICE', id: randomUUID() };
     const from: AgentAddressModel = { kind: 'USER', id: randomUUID() };
     const send = (body: string, expiresIn: number | null) =>
-      withTenant(p.platform.db, auth(tenant), (tx) =>
+      withTenant(p.platform.dbs.coordination, auth(tenant), (tx) =>
         insertAgentMessage(tx, {
           tenantId: tenant,
           id: randomUUID(),
@@ -473,14 +502,14 @@ describe('agent message store', () => {
     const forever = await send('no expiry', null);
     expect([short.seq, delivered.seq, forever.seq]).toEqual([1, 2, 3]);
     const ack = (id: string, state: 'DELIVERED' | 'ACKNOWLEDGED', when: Date) =>
-      withTenant(p.platform.db, auth(tenant), (tx) =>
+      withTenant(p.platform.dbs.coordination, auth(tenant), (tx) =>
         acknowledge(tx, { id, recipient: inbox, state, reason: null, at: when }),
       );
     // Confirmed delivery before the deadline: expiry no longer applies.
     await ack(delivered.id, 'DELIVERED', at(59));
 
     const read = (now: Date) =>
-      withTenant(p.platform.db, auth(tenant), async (tx) => ({
+      withTenant(p.platform.dbs.coordination, auth(tenant), async (tx) => ({
         position: await inboxPosition(tx, inbox, now),
         stream: (await inboxAfter(tx, inbox, 0, 10, now)).map((i) => [i.seq, i.message?.state ?? null]),
         states: [...(await agentMessagesById(tx, [short.id, delivered.id, forever.id], now)).values()]
@@ -520,7 +549,7 @@ describe('agent message store', () => {
     await ack(forever.id, 'ACKNOWLEDGED', at(63));
     expect((await read(at(64))).position).toEqual({ lastSeq: 3, cursorSeq: 3 });
     const [done] = (
-      await withTenant(p.platform.db, auth(tenant), (tx) => agentMessagesById(tx, [delivered.id], at(64)))
+      await withTenant(p.platform.dbs.coordination, auth(tenant), (tx) => agentMessagesById(tx, [delivered.id], at(64)))
     ).values();
     expect(done).toMatchObject({
       state: 'ACKNOWLEDGED',
@@ -532,7 +561,7 @@ describe('agent message store', () => {
 
     // Another tenant sees none of it; nothing but the acknowledgement columns can change.
     const other = randomUUID();
-    await withTenant(p.platform.db, auth(other), async (tx) => {
+    await withTenant(p.platform.dbs.coordination, auth(other), async (tx) => {
       expect((await agentMessagesById(tx, [short.id], at(64))).size).toBe(0);
       expect(await inboxPosition(tx, inbox, at(64))).toEqual({ lastSeq: 0, cursorSeq: 0 });
       await expect(
@@ -545,7 +574,7 @@ describe('agent message store', () => {
       'DELETE FROM coordination.agent_messages WHERE id = $1',
     ]) {
       await expect(
-        withTenant(p.platform.db, auth(tenant), (tx) => tx.query(edit, [short.id])),
+        withTenant(p.platform.dbs.coordination, auth(tenant), (tx) => tx.query(edit, [short.id])),
       ).rejects.toThrow(/permission denied/);
     }
   });

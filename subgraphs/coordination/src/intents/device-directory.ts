@@ -1,9 +1,14 @@
 /**
- * What coordination knows about a device, asked of identity over GraphQL with the caller's own bearer token
- * (zero trust: identity verifies it and applies its own tenant rules). Subgraphs never read each other's tables.
- * Answers are cached for a few seconds per (token, device), so a burst of intents or reports costs one call.
+ * What coordination knows about a device, and whether a user id is a member of the caller's tenant, asked of identity
+ * over GraphQL with the caller's own bearer token (zero trust: identity verifies it and applies its own tenant rules).
+ * Subgraphs never read each other's tables. Answers are cached for a few seconds per (token, id), so a burst of
+ * intents, reports or messages costs one call.
+ *
+ * Identity has no query for a user by id: a member is resolved as the gateway would resolve a `User` reference
+ * (`_entities`, the caller's tenant only), which identity answers only with the gateway secret
+ * (runtime/src/gateway-secret.ts): every subgraph holds it, to check it.
  */
-import { AppError, type SubgraphContext } from '@agentgraph/runtime';
+import { AppError, GATEWAY_SECRET_HEADER, type SubgraphContext } from '@agentgraph/runtime';
 import { z } from 'zod';
 
 export interface DeviceInfo {
@@ -38,12 +43,25 @@ const Answer = z.object({
     .optional(),
 });
 
+const MEMBER_QUERY =
+  'query CoordinationMember($r: [_Any!]!) { _entities(representations: $r) { ... on User { id } } }';
+
+const MemberAnswer = z.object({
+  data: z
+    .object({ _entities: z.array(z.object({ id: z.string() }).nullable()).length(1) })
+    .nullable()
+    .optional(),
+  errors: Answer.shape.errors,
+});
+
 /** Seconds an answer is reused. */
 export const DEVICE_CACHE_MS = 5_000;
 
 export interface DeviceDirectory {
   /** The device as identity shows it to the caller; null when identity does not show it (unknown or foreign). */
   device(ctx: SubgraphContext, deviceId: string): Promise<DeviceInfo | null>;
+  /** Whether the user is a member of the caller's tenant (false for an unknown id and another tenant's alike). */
+  member(ctx: SubgraphContext, userId: string): Promise<boolean>;
 }
 
 export function createDeviceDirectory(
@@ -52,9 +70,19 @@ export function createDeviceDirectory(
   const fetchImpl = opts.fetch ?? ((input, init) => globalThis.fetch(input, init));
   const now = opts.now ?? Date.now;
   // Insertion-ordered: the oldest entry goes first when the cache is full.
-  const cache = new Map<string, { at: number; value: Promise<DeviceInfo | null> }>();
+  const cache = new Map<string, { at: number; value: Promise<unknown> }>();
 
-  async function ask(ctx: SubgraphContext, deviceId: string): Promise<DeviceInfo | null> {
+  /**
+   * Asks identity one query with the caller's token; `what` names the check in errors ("the device"). Identity's
+   * refusal of the token is the caller's (its code passed on); anything else is SERVICE_UNAVAILABLE.
+   */
+  async function askIdentity<T extends z.ZodType<{ errors?: { extensions?: Record<string, unknown> }[] }>>(
+    ctx: SubgraphContext,
+    what: string,
+    request: { query: string; variables: Record<string, unknown> },
+    answer: T,
+    opts: { headers?: Record<string, string>; log: Record<string, unknown>; callerCodes: readonly string[] },
+  ): Promise<z.output<T>> {
     const url = ctx.config.subgraphUrls.identity;
     let body: unknown;
     try {
@@ -65,33 +93,46 @@ export function createDeviceDirectory(
           accept: 'application/json',
           'x-correlation-id': ctx.correlationId,
           ...(ctx.authorization ? { authorization: ctx.authorization } : {}),
+          ...opts.headers,
         },
-        body: JSON.stringify({ query: DEVICE_QUERY, variables: { id: deviceId } }),
+        body: JSON.stringify(request),
         signal: AbortSignal.timeout(5_000),
       });
       body = await res.json();
     } catch (err) {
-      ctx.log.warn('identity could not be asked about a device', { deviceId, error: err });
+      ctx.log.warn(`identity could not be asked about ${what}`, { ...opts.log, error: err });
       throw new AppError(
         'SERVICE_UNAVAILABLE',
-        'Identity could not be reached to check the device. Retry shortly.',
+        `Identity could not be reached to check ${what}. Retry shortly.`,
         {
           retryAfterMs: 1000,
         },
       );
     }
-    const parsed = Answer.safeParse(body);
+    const parsed = answer.safeParse(body);
     if (!parsed.success || parsed.data.errors?.length) {
       const code = parsed.success ? parsed.data.errors?.[0]?.extensions?.['code'] : undefined;
-      if (code === 'UNAUTHENTICATED' || code === 'FORBIDDEN') {
-        throw new AppError(code, 'Identity refused your token when checking the device; sign in again.');
+      if (code === 'UNAUTHENTICATED' || (code === 'FORBIDDEN' && opts.callerCodes.includes(code))) {
+        throw new AppError(code, `Identity refused your token when checking ${what}; sign in again.`);
       }
-      ctx.log.warn('identity answered a device check unexpectedly', { deviceId, code });
-      throw new AppError('SERVICE_UNAVAILABLE', 'Identity could not check the device. Retry shortly.', {
+      // A FORBIDDEN to _entities is identity refusing the gateway secret: GATEWAY_SECRET differs between the two.
+      ctx.log.warn(`identity answered a check of ${what} unexpectedly`, { ...opts.log, code });
+      throw new AppError('SERVICE_UNAVAILABLE', `Identity could not check ${what}. Retry shortly.`, {
         retryAfterMs: 1000,
       });
     }
-    const d = parsed.data.data?.device;
+    return parsed.data;
+  }
+
+  async function ask(ctx: SubgraphContext, deviceId: string): Promise<DeviceInfo | null> {
+    const parsed = await askIdentity(
+      ctx,
+      'the device',
+      { query: DEVICE_QUERY, variables: { id: deviceId } },
+      Answer,
+      { log: { deviceId }, callerCodes: ['FORBIDDEN'] },
+    );
+    const d = parsed.data?.device;
     if (!d) return null;
     let publicJwk: Record<string, unknown> | null = null;
     if (d.publicJwk !== null) {
@@ -110,17 +151,35 @@ export function createDeviceDirectory(
     };
   }
 
+  async function askMember(ctx: SubgraphContext, userId: string): Promise<boolean> {
+    const parsed = await askIdentity(
+      ctx,
+      'the recipient',
+      { query: MEMBER_QUERY, variables: { r: [{ __typename: 'User', id: userId }] } },
+      MemberAnswer,
+      { headers: { [GATEWAY_SECRET_HEADER]: ctx.config.gatewaySecret }, log: { userId }, callerCodes: [] },
+    );
+    return parsed.data?._entities[0]?.id.toLowerCase() === userId.toLowerCase();
+  }
+
+  /** One cached answer per (token, kind, id). */
+  function cached<V>(key: string, load: () => Promise<V>): Promise<V> {
+    const hit = cache.get(key);
+    if (hit && now() - hit.at < DEVICE_CACHE_MS) return hit.value as Promise<V>;
+    const value = load();
+    cache.delete(key);
+    cache.set(key, { at: now(), value });
+    if (cache.size > 10_000) cache.delete(cache.keys().next().value!);
+    value.catch(() => cache.delete(key));
+    return value;
+  }
+
   return {
     device(ctx, deviceId) {
-      const key = `${ctx.authorization ?? ''}\u0000${deviceId}`;
-      const hit = cache.get(key);
-      if (hit && now() - hit.at < DEVICE_CACHE_MS) return hit.value;
-      const value = ask(ctx, deviceId);
-      cache.delete(key);
-      cache.set(key, { at: now(), value });
-      if (cache.size > 10_000) cache.delete(cache.keys().next().value!);
-      value.catch(() => cache.delete(key));
-      return value;
+      return cached(`${ctx.authorization ?? ''}\u0000${deviceId}`, () => ask(ctx, deviceId));
+    },
+    member(ctx, userId) {
+      return cached(`${ctx.authorization ?? ''}\u0000user:${userId}`, () => askMember(ctx, userId));
     },
   };
 }

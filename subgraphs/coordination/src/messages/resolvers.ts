@@ -3,10 +3,10 @@
  * identity client are injected (tests run on exact times); `agentMessageResolvers` is the default instance
  * (system clock, identity over globalThis.fetch). Reads use tenantRead, writes idempotentMutation; RLS scopes both.
  *
- * Recipients: a device address is checked with identity (with the caller's own token, through
- * ../intents/device-directory.ts): unknown or foreign → NOT_FOUND, not ENROLLED → FORBIDDEN. A user address is
- * not checked (users are identity's; coordination does not ask about them): a message to a user id nobody holds
- * waits unread, and only a token of that user in this tenant can read or acknowledge it.
+ * Recipients are checked with identity (with the caller's own token, through ../intents/device-directory.ts) before
+ * anything is stored: a device address must be a device of the caller's tenant (unknown or foreign → NOT_FOUND) that
+ * is ENROLLED (else FORBIDDEN); a user address a member of the caller's tenant (unknown or foreign → the same
+ * NOT_FOUND, so the answer tells nothing of other tenants).
  */
 import { randomUUID } from 'node:crypto';
 import {
@@ -91,6 +91,11 @@ export function createAgentMessageResolvers(deps: AgentMessageResolverDeps): Age
   const load = (ctx: SubgraphContext, id: string) =>
     tenantRead(ctx, (tx) => agentMessagesById(tx, [id], deps.now())).then((m) => m.get(id) ?? null);
 
+  /** A user recipient must be a member of the caller's tenant; an unknown id and another tenant's get one answer. */
+  async function checkUser(ctx: SubgraphContext, userId: string): Promise<void> {
+    if (!(await deps.devices.member(ctx, userId))) throw notFound('The recipient (input.to.userId)');
+  }
+
   /** A device recipient must be an ENROLLED device identity shows the caller. */
   async function checkDevice(ctx: SubgraphContext, deviceId: string): Promise<void> {
     const device = await deps.devices.device(ctx, deviceId);
@@ -174,6 +179,7 @@ export function createAgentMessageResolvers(deps: AgentMessageResolverDeps): Age
         await takeRateToken(ctx.db, ctx.config, auth, 'post', deps.now());
         // A reply's address comes from the message it answers (its sender was checked when it sent).
         if (to?.kind === 'DEVICE' && !replyTo) await checkDevice(ctx, to.id);
+        if (to?.kind === 'USER' && !replyTo) await checkUser(ctx, to.id);
         const normalized = {
           idempotencyKey: args.idempotencyKey,
           input: { to, body, contentType, correlationId, replyTo, expiresInSeconds: expiresIn },
