@@ -7,6 +7,7 @@ import { startIndexingWorker, type IndexingOptions } from './indexing/worker.js'
 import { memoryPrincipals } from './principals.js';
 import { createResolvers } from './resolvers.js';
 import { startMemorySweeper } from './sweeper.js';
+import { DEFAULT_WORKSPACE_LIMITS, type WorkspaceLimits } from './workspace-limits.js';
 
 export interface MemoryOptions {
   /** The server clock (expiry, jobs, the sweeper). Default: the system clock. */
@@ -17,6 +18,8 @@ export interface MemoryOptions {
   indexIntervalMs?: number;
   /** Indexing knobs (chunk size, backoff, a failure hook for tests); `now` is the option above. */
   indexing?: Omit<IndexingOptions, 'now'>;
+  /** Limits on creating workspaces per tenant (rate and ceiling); unset fields keep DEFAULT_WORKSPACE_LIMITS. */
+  workspaceLimits?: Partial<WorkspaceLimits>;
 }
 
 export function createMemorySubgraph(opts: MemoryOptions = {}): SubgraphModule {
@@ -24,7 +27,10 @@ export function createMemorySubgraph(opts: MemoryOptions = {}): SubgraphModule {
   return {
     name: 'memory',
     schemaFile: schemaFileOf('memory'),
-    resolvers: createResolvers({ now }),
+    resolvers: createResolvers({
+      now,
+      workspaceLimits: { ...DEFAULT_WORKSPACE_LIMITS, ...opts.workspaceLimits },
+    }),
     principals: memoryPrincipals,
     migrations: { namespace: 'memory', dir: new URL('../migrations', import.meta.url).pathname },
     background: ({ db, log }) => {
@@ -48,4 +54,5 @@ export const memorySubgraph: SubgraphModule = createMemorySubgraph();
 
 export { runIndexingJobs, type IndexingJob, type IndexingPass } from './indexing/worker.js';
 export { sweepExpiredMemory } from './sweeper.js';
+export { DEFAULT_WORKSPACE_LIMITS, type WorkspaceLimits } from './workspace-limits.js';
 export { filterWrite, scan, redact } from './secrets/index.js';

@@ -34,10 +34,13 @@ import {
 import type { MemoryRecordModel, WorkspaceModel } from './models.js';
 import { scoreKey, searchRecords } from './search.js';
 import * as store from './store.js';
+import { checkWorkspaceLimits, DEFAULT_WORKSPACE_LIMITS, type WorkspaceLimits } from './workspace-limits.js';
 
 export interface ResolverOptions {
-  /** The server clock: expiry is compared with it, jobs are stamped with it. */
+  /** The server clock: expiry is compared with it, jobs and new workspaces are stamped with it. */
   now: () => Date;
+  /** Limits on creating workspaces per tenant (workspace-limits.ts); default DEFAULT_WORKSPACE_LIMITS. */
+  workspaceLimits?: WorkspaceLimits;
 }
 
 /** The part of a cursor scope that binds it to a filter (empty for no filter, so old cursors stay valid). */
@@ -78,6 +81,7 @@ async function workspaceById(ctx: SubgraphContext, id: unknown): Promise<Workspa
 
 export function createResolvers(opts: ResolverOptions): Resolvers {
   const { now } = opts;
+  const workspaceLimits = opts.workspaceLimits ?? DEFAULT_WORKSPACE_LIMITS;
 
   async function recordById(ctx: SubgraphContext, id: unknown): Promise<MemoryRecordModel | null> {
     requireReader(ctx.auth);
@@ -158,9 +162,11 @@ export function createResolvers(opts: ResolverOptions): Resolvers {
       createWorkspace: (_parent, args, ctx) => {
         requireWriter(ctx.auth);
         const { input } = parseArgs(CreateWorkspaceArgs, args);
-        return idempotentMutation(ctx, 'Mutation.createWorkspace', args, async (tx, auth) => ({
-          workspace: await store.createWorkspace(tx, auth, input.name, input),
-        }));
+        return idempotentMutation(ctx, 'Mutation.createWorkspace', args, async (tx, auth) => {
+          const createdAt = now();
+          await checkWorkspaceLimits(tx, auth, workspaceLimits, createdAt);
+          return { workspace: await store.createWorkspace(tx, auth, input.name, { ...input, createdAt }) };
+        });
       },
       deleteMemory: (_parent, args, ctx) => {
         requireWriter(ctx.auth);

@@ -40,6 +40,8 @@ export const JOBS_CHANNEL = 'memory_jobs';
 export interface WorkspaceOptions {
   secretPolicy?: 'REJECT' | 'REDACT';
   embeddingDimensions?: number | null;
+  /** The server clock's time (the creation rate limit counts by it); default: the database's now(). */
+  createdAt?: Date;
 }
 
 export async function createWorkspace(
@@ -49,9 +51,16 @@ export async function createWorkspace(
   opts: WorkspaceOptions = {},
 ): Promise<WorkspaceModel> {
   const r = await tx.query<WorkspaceRow>(
-    `INSERT INTO memory.workspaces AS w (tenant_id, name, created_by, secret_policy, embedding_dim)
-     VALUES ($1, $2, $3, $4, $5) RETURNING ${WORKSPACE}`,
-    [auth.tenantId, name, auth.principalId, opts.secretPolicy ?? 'REJECT', opts.embeddingDimensions ?? null],
+    `INSERT INTO memory.workspaces AS w (tenant_id, name, created_by, secret_policy, embedding_dim, created_at)
+     VALUES ($1, $2, $3, $4, $5, coalesce($6::timestamptz, now())) RETURNING ${WORKSPACE}`,
+    [
+      auth.tenantId,
+      name,
+      auth.principalId,
+      opts.secretPolicy ?? 'REJECT',
+      opts.embeddingDimensions ?? null,
+      opts.createdAt?.toISOString() ?? null,
+    ],
   );
   return toWorkspace(r.rows[0]!);
 }
