@@ -27,6 +27,12 @@ export const SCOPE_WRITE = 'api:write';
 export const JWKS_REFETCH_COOLDOWN_MS = 1000;
 /** A JWKS older than this is fetched again before use, even when every `kid` is known. */
 export const JWKS_MAX_AGE_MS = 600_000;
+/**
+ * How far past its `exp` (and before its `nbf`/`iat`) an access token is still accepted: clock skew between identity
+ * and the verifying service, which run on NTP-synchronised servers. Small on purpose: an expired token is refused
+ * within this many seconds everywhere (revocations are kept longer than this: REVOCATION_GRACE_MS).
+ */
+export const CLOCK_TOLERANCE_SECONDS = 5;
 
 const Id = z.string().min(1).max(200);
 
@@ -48,6 +54,7 @@ export interface TokenVerifierOptions {
   audience: string;
   /** JWKS URL, or a key resolver (tests, in-process identity). */
   keys: string | JWTVerifyGetKey;
+  /** Default CLOCK_TOLERANCE_SECONDS. */
   clockToleranceSeconds?: number;
   now?: () => Date;
   /** Revoked tokens (by jti, grant, device, subject), checked on every call, also for cached tokens. */
@@ -71,7 +78,7 @@ export function createTokenVerifier(opts: TokenVerifierOptions): TokenVerifier {
           cacheMaxAge: JWKS_MAX_AGE_MS,
         })
       : opts.keys;
-  const tolerance = opts.clockToleranceSeconds ?? 30;
+  const tolerance = opts.clockToleranceSeconds ?? CLOCK_TOLERANCE_SECONDS;
   const now = opts.now ?? (() => new Date());
   // Verified tokens, kept until they expire: a client sends the same token for many requests, and an ES256
   // verification costs more than the rest of a small request. Bounded, and keyed by the whole token.

@@ -30,8 +30,8 @@ export interface Revocation {
 export const REVOCATIONS_CHANNEL = 'token_revocations';
 
 /**
- * How long past `expiresAt` a revocation is still applied (and kept in the table): at least the verifiers' clock
- * tolerance (30 s by default), which accepts a token a little after its `exp`.
+ * How long past `expiresAt` a revocation is still applied (and kept in the table): more than the verifiers' clock
+ * tolerance (CLOCK_TOLERANCE_SECONDS in auth.ts, 5 s), which accepts a token a little after its `exp`.
  */
 export const REVOCATION_GRACE_MS = 60_000;
 

@@ -14,6 +14,7 @@ import { GraphQLObjectType, GraphQLSchema, GraphQLString } from 'graphql';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import {
   assertOperationScope,
+  CLOCK_TOLERANCE_SECONDS,
   createTokenVerifier,
   JWKS_REFETCH_COOLDOWN_MS,
   type TokenVerifier,
@@ -101,8 +102,16 @@ describe('createTokenVerifier', () => {
     expect(e.message).toContain('expired');
   });
 
-  it('allows a small clock skew', async () => {
-    expect(await verify(await bearer(claims({ exp: nowSeconds - 10 })))).not.toBeNull();
+  it('allows a clock skew of at most 5 s: 3 s past exp is accepted, 6 s past is refused', async () => {
+    expect(CLOCK_TOLERANCE_SECONDS).toBeLessThanOrEqual(5);
+    expect(await verify(await bearer(claims({ exp: nowSeconds - 3 })))).not.toBeNull();
+    const late = await expectAppError(
+      verify(await bearer(claims({ exp: nowSeconds - 6 }))),
+      'UNAUTHENTICATED',
+    );
+    expect(late.message).toContain('expired');
+    expect(await verify(await bearer(claims({ nbf: nowSeconds + 3 })))).not.toBeNull();
+    await expectAppError(verify(await bearer(claims({ nbf: nowSeconds + 6 }))), 'UNAUTHENTICATED');
     await expectAppError(verify(await bearer(claims({ nbf: nowSeconds + 120 }))), 'UNAUTHENTICATED');
   });
 
