@@ -331,6 +331,13 @@ describe('who may call what (subgraphs/identity/README.md)', () => {
     );
     const reported = await ok(REPORT, { r: jws, k: k() }, desk.token);
     expect(reported.reportIntentState.intent.state).toBe('DELIVERED');
+    // The audit of its intents (who asked from where) is an ADMIN's read, not the device's, whatever its token's role.
+    const HISTORY =
+      'query H($i: ID!) { intent(id: $i) { history { edges { node { state origin { userAgent } } } } } }';
+    const origins = async (t: string) =>
+      (await ok(HISTORY, { i: id }, t)).intent.history.edges.map((e: any) => e.node.origin);
+    expect((await origins(owner.token)).every((o: unknown) => o !== null)).toBe(true);
+    expect(await origins(desk.token)).toEqual([null, null]);
 
     const UPDATES = 'subscription U($i: ID!) { intentUpdates(intentId: $i) { state } }';
     expect(await streamRefusal(desk.token, UPDATES, { i: id })).toBeNull();

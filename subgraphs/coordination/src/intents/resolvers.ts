@@ -9,6 +9,7 @@ import {
   idempotentMutation,
   notFound,
   pageRequest,
+  principalKindOf,
   requireAuth,
   roleCovers,
   tenantRead,
@@ -395,8 +396,11 @@ export function createIntentResolvers(deps: IntentResolverDeps): IntentResolvers
     },
 
     IntentStateChange: {
+      // An ADMIN's read of the audit: a person's token only (a device's carries its owner's role).
       origin: (event, _args, ctx) =>
-        ctx.auth && roleCovers(ctx.auth.role, 'ADMIN') ? requestOriginOf(event.origin) : null,
+        ctx.auth && principalKindOf(ctx.auth) === 'PERSON' && roleCovers(ctx.auth.role, 'ADMIN')
+          ? requestOriginOf(event.origin)
+          : null,
       async intent(event, _args, ctx) {
         const intent = await loadIntent(ctx, event.intentId);
         if (!intent) throw notFound(`Intent ${event.intentId}`);
