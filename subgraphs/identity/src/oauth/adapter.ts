@@ -2,9 +2,12 @@
  * oidc-provider's storage adapter on PostgreSQL (identity.oauth_store). One class serves every model (Session,
  * Interaction, AuthorizationCode, DeviceCode, RefreshToken, Grant, ...); rows are keyed by (model, SHA-256 of the id)
  * because for codes and refresh tokens the id is the bearer secret itself. Expired rows are invisible at once and
- * purged by `purgeExpiredOAuthRows`. When a grant is revoked (refresh-token reuse, revocation, device revoke), the
- * access tokens already issued from it are revoked too, through the runtime's revocation list (`grant` entries),
- * so every verifier refuses them within a second instead of waiting for their 15 minutes to run out.
+ * purged by `purgeExpiredOAuthRows`, except device codes: the token endpoint still finds those for
+ * `EXPIRED_DEVICE_CODE_KEPT_SECONDS` after their expiry (oidc-provider checks `exp` itself), so a device that polls
+ * late is told `expired_token` (RFC 8628 §3.5), not an unknown code's `invalid_grant`. When a grant is revoked
+ * (refresh-token reuse, revocation, device revoke), the access tokens already issued from it are revoked too, through
+ * the runtime's revocation list (`grant` entries), so every verifier refuses them within a second instead of waiting
+ * for their 15 minutes to run out.
  */
 import { createHash } from 'node:crypto';
 import { revokeTokens, type Queryable } from '@agentgraph/runtime';
@@ -13,6 +16,9 @@ import { oauthConnection } from './store-context.js';
 
 /** Longest access-token lifetime plus clock tolerance: how long a grant's revocation must be remembered. */
 export const GRANT_REVOCATION_TTL_MS = (15 * 60 + 60) * 1000;
+
+/** How long an expired device code is still found by the token endpoint (to answer expired_token), then purged. */
+export const EXPIRED_DEVICE_CODE_KEPT_SECONDS = 10 * 60;
 
 function hashId(id: string): Buffer {
   return createHash('sha256').update(id, 'utf8').digest();
@@ -51,11 +57,13 @@ export function createAdapterClass(db: Queryable, now: () => Date = () => new Da
       );
     }
 
-    private async one(where: string, value: unknown): Promise<AdapterPayload | undefined> {
+    /** The row, if not expired more than `keptSeconds` ago. */
+    private async one(where: string, value: unknown, keptSeconds = 0): Promise<AdapterPayload | undefined> {
       const r = await this.conn.query<Row>(
         `SELECT payload, consumed_at FROM identity.oauth_store
-          WHERE model = $1 AND ${where} AND (expires_at IS NULL OR expires_at > $3)`,
-        [this.model, value, now()],
+          WHERE model = $1 AND ${where}
+            AND (expires_at IS NULL OR expires_at > $3::timestamptz - make_interval(secs => $4::int))`,
+        [this.model, value, now(), keptSeconds],
       );
       const row = r.rows[0];
       if (!row) return undefined;
@@ -65,7 +73,12 @@ export function createAdapterClass(db: Queryable, now: () => Date = () => new Da
     }
 
     find(id: string): Promise<AdapterPayload | undefined> {
-      return this.one('id_hash = $2', hashId(id));
+      // The token endpoint reads device codes with ignoreExpiration and answers an expired one expired_token.
+      return this.one(
+        'id_hash = $2',
+        hashId(id),
+        this.model === 'DeviceCode' ? EXPIRED_DEVICE_CODE_KEPT_SECONDS : 0,
+      );
     }
 
     findByUserCode(userCode: string): Promise<AdapterPayload | undefined> {
@@ -108,12 +121,15 @@ async function revokeGrantTokens(conn: Queryable, grantId: string, at: Date): Pr
   ]);
 }
 
-/** Deletes expired rows, a batch at a time; returns how many went. */
+/** Deletes expired rows (device codes once kept long enough), a batch at a time; returns how many went. */
 export async function purgeExpiredOAuthRows(db: Queryable, batch = 1000, at = new Date()): Promise<number> {
   const r = await db.query(
     `DELETE FROM identity.oauth_store WHERE ctid IN (
-       SELECT ctid FROM identity.oauth_store WHERE expires_at < $1 LIMIT $2)`,
-    [at, batch],
+       SELECT ctid FROM identity.oauth_store
+        WHERE expires_at < $1
+          AND (model <> 'DeviceCode' OR expires_at < $1::timestamptz - make_interval(secs => $3::int))
+        LIMIT $2)`,
+    [at, batch, EXPIRED_DEVICE_CODE_KEPT_SECONDS],
   );
   return r.rowCount;
 }

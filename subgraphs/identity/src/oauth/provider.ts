@@ -10,7 +10,7 @@
  * internal weak_cache helper — pinned version, covered by the openid-client tests).
  */
 import type { Config, Logger, Queryable } from '@agentgraph/runtime';
-import { revokeTokens } from '@agentgraph/runtime';
+import { CLOCK_TOLERANCE_SECONDS, revokeTokens } from '@agentgraph/runtime';
 import Provider, { errors, type Configuration, type KoaContextWithOIDC } from 'oidc-provider';
 // oidc-provider has no exports map; this is its internal per-instance state reader (see the note above).
 import instance from 'oidc-provider/lib/helpers/weak_cache.js';
@@ -24,12 +24,14 @@ import {
   DEVICE_CODE_GRANT,
   INTERACTION_PATH,
   OIDC_SCOPES,
+  OPENID_METADATA_PATH,
   ROUTES,
   TOKEN_EXCHANGE_GRANT,
 } from './constants.js';
 import { deviceExtraParams } from './device-params.js';
 import { checkDevicePoll, recordDeviceAuthorization } from './device-polling.js';
 import { renderOAuthError } from './error-page.js';
+import { invalidGrantDescription } from './grant-errors.js';
 import { verifyOwnAccessToken } from './own-token.js';
 import { extraAccessTokenClaims } from './token-claims.js';
 import { TOKEN_EXCHANGE_PARAMETERS, tokenExchangeHandler } from './token-exchange.js';
@@ -47,6 +49,12 @@ export interface ProviderOptions {
 const DAY = 24 * 60 * 60;
 /** oidc-provider's description for a grant type the client is not registered for (see its actions/token.js). */
 const GRANT_NOT_ALLOWED = 'requested grant type is not allowed for this client';
+/**
+ * oidc-provider's own user-code pages (code_verification at /device, device_resume at /device/:uid). identity's
+ * /device page (web/device-page.ts, under the wrong-guess limits) replaces them; identity's route table takes the
+ * exact path only, and oidc-provider's router would still answer /device/, /DEVICE and /device/<uid>.
+ */
+const PROVIDER_DEVICE_PAGES = new RegExp(`^/*${ROUTES.code_verification.slice(1)}(/|$)`, 'i');
 
 type GrantHandler = (ctx: KoaContextWithOIDC) => Promise<void>;
 
@@ -66,6 +74,10 @@ export function buildProvider(opts: ProviderOptions): Provider {
       short: { httpOnly: true, sameSite: 'lax', signed: true },
     },
     routes: ROUTES,
+    // What clients may ask for: the code flow only (no implicit or hybrid id_token responses), public clients only.
+    responseTypes: ['code'],
+    clientAuthMethods: ['none'],
+    clockTolerance: CLOCK_TOLERANCE_SECONDS,
     scopes: [...OIDC_SCOPES],
     claims: { openid: ['sub'] },
     extraParams: deviceExtraParams,
@@ -89,6 +101,9 @@ export function buildProvider(opts: ProviderOptions): Provider {
         allowedPolicy: (_ctx, client, token) => token.clientId === client.clientId,
       },
       introspection: { enabled: false },
+      // The API's verifiers take Bearer tokens only (runtime's auth.ts): sender-constrained tokens would not be
+      // checked as such, so DPoP is neither offered nor issued.
+      dPoP: { enabled: false },
       userinfo: { enabled: false },
       rpInitiatedLogout: { enabled: true },
       resourceIndicators: {
@@ -162,8 +177,28 @@ export function buildProvider(opts: ProviderOptions): Provider {
   });
 
   provider.use(async (ctx, next) => {
+    if (PROVIDER_DEVICE_PAGES.test(ctx.path)) {
+      // Not oidc-provider's user-code form (no wrong-guess limit there): the browser goes to identity's page.
+      if (ctx.method === 'GET' || ctx.method === 'HEAD') {
+        ctx.status = 303;
+        ctx.set('location', `${ROUTES.code_verification}${ctx.querystring ? `?${ctx.querystring}` : ''}`);
+      } else {
+        ctx.status = 404;
+        ctx.body = {
+          error: 'not_found',
+          error_description: `enter device codes at ${ROUTES.code_verification}`,
+        };
+      }
+      return;
+    }
     await next();
     const path = ctx.path;
+    if (ctx.method === 'GET' && path === OPENID_METADATA_PATH && ctx.status === 200) {
+      // The API scopes are resource scopes (RFC 8707), which oidc-provider leaves out of scopes_supported.
+      const body = ctx.body as { scopes_supported?: string[] };
+      ctx.body = { ...body, scopes_supported: [...OIDC_SCOPES, ...API_SCOPES] };
+      return;
+    }
     if (ctx.method !== 'POST') return;
     if (path === ROUTES.device_authorization && ctx.status === 200) {
       const body = ctx.body as { device_code: string; expires_in: number };
@@ -186,6 +221,14 @@ export function buildProvider(opts: ProviderOptions): Provider {
     }
   });
 
+  // invalid_grant says why (expired, already used, revoked, PKCE mismatch, ...): oidc-provider keeps the reason in
+  // error_detail and answers a generic description; the body is already set when this event fires.
+  provider.on('grant.error', (ctx, error) => {
+    const body = ctx.body as { error?: string; error_description?: string } | undefined;
+    if (!(error instanceof errors.InvalidGrant) || body?.error !== 'invalid_grant') return;
+    const description = invalidGrantDescription((error as { error_detail?: unknown }).error_detail);
+    if (description) ctx.body = { ...body, error_description: description };
+  });
   provider.on('server_error', (_ctx, error) => log.error('oauth server error', { error }));
   provider.on('grant.revoked', (_ctx, grantId) => log.info('oauth grant revoked', { grantId }));
   return provider;

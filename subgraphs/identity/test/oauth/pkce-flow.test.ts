@@ -92,7 +92,10 @@ describe('authorization code + PKCE with openid-client', () => {
         pkceCodeVerifier: client.randomPKCECodeVerifier(),
         expectedState: state,
       }),
-    ).rejects.toMatchObject({ error: 'invalid_grant' });
+    ).rejects.toMatchObject({
+      error: 'invalid_grant',
+      error_description: expect.stringContaining('PKCE verification failed: code_verifier does not match'),
+    });
   });
 
   it('refuses a replayed code and revokes what the first redemption issued', async () => {
@@ -104,7 +107,10 @@ describe('authorization code + PKCE with openid-client', () => {
     });
     await expect(
       client.authorizationCodeGrant(config, callback, { pkceCodeVerifier: verifier, expectedState: state }),
-    ).rejects.toMatchObject({ error: 'invalid_grant' });
+    ).rejects.toMatchObject({
+      error: 'invalid_grant',
+      error_description: expect.stringContaining('the authorization code was already used'),
+    });
     // RFC 6749 §4.1.2: a reused code revokes the tokens issued from it.
     await expect(client.refreshTokenGrant(config, first.refresh_token!)).rejects.toMatchObject({
       error: 'invalid_grant',
@@ -120,7 +126,10 @@ describe('authorization code + PKCE with openid-client', () => {
     );
     await expect(
       client.authorizationCodeGrant(config, callback, { pkceCodeVerifier: verifier, expectedState: state }),
-    ).rejects.toMatchObject({ error: 'invalid_grant' });
+    ).rejects.toMatchObject({
+      error: 'invalid_grant',
+      error_description: expect.stringContaining('the authorization code has expired'),
+    });
   });
 
   it('refuses to redeem a code at another redirect URI than the one it was issued for', async () => {
