@@ -11,6 +11,7 @@ import {
   checkDocumentLimits,
   errorTable,
   GATEWAY_SECRET_HEADER,
+  isJsonContentType,
   Lru,
   readBody,
   withoutSuggestions,
@@ -252,7 +253,8 @@ const isObject = (v: unknown): v is Record<string, unknown> =>
 /**
  * The request's GraphQL parameters, read as graphql-sse 2.6's handler reads a distinct-connections request (same
  * refusals: 415 without a JSON POST or a GET, 400 with its message otherwise), so clients see what they saw when that
- * handler read them here.
+ * handler read them here; except that a POST's type must be application/json itself, not merely contain it
+ * (`text/plain; charset=application/json` is what a browser may send cross-site without a preflight).
  */
 function readParams(
   method: string | undefined,
@@ -274,7 +276,7 @@ function readParams(
       } catch {
         throw new Error('Unparsable URL');
       }
-    } else if (method === 'POST' && contentType?.includes('application/json')) {
+    } else if (method === 'POST' && isJsonContentType(contentType)) {
       if (!body) throw new Error('Missing body');
       const data: unknown = typeof body === 'string' ? JSON.parse(body) : body;
       if (!isObject(data)) throw new Error('JSON body must be an object');

@@ -489,6 +489,11 @@ export function createSubgraphServer(opts: SubgraphServerOptions): {
         if (path === '/graphql/stream') {
           if (shuttingDown)
             throw new AppError('SERVICE_UNAVAILABLE', 'Shutting down; reconnect.', { retryAfterMs: 1000 });
+          // As on /graphql: graphql-sse alone takes any Content-Type that contains "application/json".
+          if (req.method === 'POST' && !isJsonContentType(req.headers['content-type'])) {
+            req.resume();
+            return sendRequestError(res, unsupportedMediaType(), 415, correlationId);
+          }
           if (req.headers[STREAM_TOKEN_HEADER] && (req.headers.accept ?? '').includes('text/event-stream')) {
             reservations.add(res);
             res.once('close', () => reservations.delete(res));

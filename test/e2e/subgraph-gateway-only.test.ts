@@ -140,6 +140,21 @@ describe('a subgraph in production mode', () => {
       const json = (await res.json()) as { errors: { extensions: { code: string } }[] };
       expect(json.errors[0]!.extensions.code).toBe('BAD_USER_INPUT');
     }
+    // Nor on /graphql/stream (graphql-sse alone took any type that merely contains "application/json").
+    for (const contentType of ['text/plain; charset=application/json', 'text/plain']) {
+      const res = await fetch(h.url.replace(/\/graphql$/, '/graphql/stream'), {
+        method: 'POST',
+        headers: {
+          'content-type': contentType,
+          accept: 'text/event-stream',
+          authorization: `Bearer ${token}`,
+          [GATEWAY_SECRET_HEADER]: h.config.gatewaySecret,
+        },
+        body,
+      });
+      expect(res.status).toBe(415);
+      await res.body?.cancel();
+    }
     const names = dataOf(await h.gql(alice, LIST)).workspaces.edges.map(
       (e: { node: { name: string } }) => e.node.name,
     );
@@ -212,5 +227,16 @@ describe('the platform: the gateway sends the secret, clients cannot', () => {
     expect(res.status).toBe(415);
     const list = await p.gql(LIST, {}, bob.token);
     expect(list.data.workspaces.edges).toEqual([]);
+    const stream = await fetch(`${p.gatewayUrl}/graphql/stream`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'text/plain; charset=application/json',
+        accept: 'text/event-stream',
+        authorization: `Bearer ${bob.token}`,
+      },
+      body: JSON.stringify({ query: 'subscription { agentMessages { id } }' }),
+    });
+    expect(stream.status).toBe(415);
+    await stream.body?.cancel();
   });
 });
