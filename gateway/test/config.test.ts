@@ -36,3 +36,45 @@ describe('introspection on (development default)', () => {
     expect(names.some((n) => n.startsWith('join__') || n.startsWith('link__'))).toBe(false);
   });
 });
+
+describe('production mode', () => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await startHarness({
+      AGENTGRAPH_MODE: 'production',
+      // Required by loadConfig in production; the harness's stub subgraphs use no database.
+      DATABASE_URL: 'postgres://unused@127.0.0.1:1/unused',
+      CURSOR_SECRET: 'c'.repeat(32),
+      COOKIE_SECRET: 'k'.repeat(32),
+      GATEWAY_SECRET: 'g'.repeat(32),
+      KEY_ENCRYPTION_KEYS: Buffer.alloc(32, 7).toString('base64'),
+    });
+  });
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  it('gives no "Did you mean" suggestions on /graphql or /graphql/stream', async () => {
+    const r = await h.gql('{ things(first: 1) { nmae } }');
+    expect(r.status).toBe(400);
+    expect(r.json.errors[0].extensions.code).toBe('GRAPHQL_VALIDATION_FAILED');
+    expect(JSON.stringify(r.json)).not.toMatch(/Did you mean|"name"/);
+    const res = await fetch(`${h.url}/graphql/stream`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        accept: 'text/event-stream',
+        authorization: `Bearer ${await h.token()}`,
+      },
+      body: JSON.stringify({ query: 'subscription { ticks { nn } }' }),
+    });
+    const text = await res.text();
+    expect(res.status).toBe(400);
+    expect(text).toContain('GRAPHQL_VALIDATION_FAILED');
+    expect(text).toContain('Cannot query field');
+    expect(text).not.toMatch(/Did you mean|"n"/);
+    // Federated fields still resolve: the gateway sends the secret to the stub subgraphs.
+    const ok = await h.gql('{ things(first: 1) { id name } }');
+    expect(ok.status).toBe(200);
+  });
+});
