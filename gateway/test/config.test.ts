@@ -73,8 +73,10 @@ describe('production mode', () => {
     expect(text).toContain('GRAPHQL_VALIDATION_FAILED');
     expect(text).toContain('Cannot query field');
     expect(text).not.toMatch(/Did you mean|"n"/);
-    // Federated fields still resolve: the gateway sends the secret to the stub subgraphs.
-    const ok = await h.gql('{ things(first: 1) { id name } }');
+    // Federated fields still resolve (detail comes from beta through _entities, with the gateway secret).
+    const ok = await h.gql('{ things(first: 1) { id name detail } }');
     expect(ok.status).toBe(200);
+    expect(ok.json.errors).toBeUndefined();
+    expect(ok.json.data.things[0].detail).toEqual(expect.any(String));
   });
 });
