@@ -7,6 +7,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { activeSigningKey } from '@agentgraph/identity';
+import { keyVault } from '@agentgraph/runtime';
 import { SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { enrolTestDevice, type TestDevice } from '../src/devices.js';
@@ -29,7 +30,7 @@ const codeOf = (r: GraphQLResult) => r.errors?.[0]?.extensions?.code;
 
 /** A token obtained by token exchange for the desk, as identity issues it (act, did, the member's role). */
 async function sidecarToken(device: TestDevice): Promise<string> {
-  const { kid, key } = await activeSigningKey(p.platform.dbs.identity);
+  const { kid, key } = await activeSigningKey(p.platform.dbs.identity, keyVault(p.platform.config));
   const iat = Math.floor(Date.now() / 1000);
   return new SignJWT({
     tid: owner.tenantId,
