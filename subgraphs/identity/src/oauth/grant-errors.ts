@@ -38,7 +38,7 @@ const DESCRIPTIONS: Readonly<Record<string, string>> = {
 };
 
 /** A detail shown as is: a short sentence of plain words (no ids, tokens or values). */
-const PLAIN = /^[a-z][a-z_ :;,.()'-]{0,160}$/i;
+const PLAIN = /^[a-z][a-z_ :;,.()'’-]{0,160}$/i;
 
 /** The `error_description` for an invalid_grant whose reason (oidc-provider's `error_detail`) is `detail`. */
 export function invalidGrantDescription(detail: unknown): string | undefined {

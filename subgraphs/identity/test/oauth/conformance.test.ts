@@ -4,12 +4,14 @@
  * `expired_token` for a device code that has expired, `invalid_grant` that says why, oidc-provider's own user-code
  * pages out of reach, and access tokens refused at most 5 s after `exp` by every verifier.
  */
+import { decodeJwt } from 'jose';
 import * as client from 'openid-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTokenVerifier, type AppError } from '@agentgraph/runtime';
 import { issueAccessToken } from '../../src/index.js';
 import { EXPIRED_DEVICE_CODE_KEPT_SECONDS, purgeExpiredOAuthRows } from '../../src/oauth/adapter.js';
 import { approveDeviceAuthorization } from '../../src/oauth/device-approval.js';
+import { invalidGrantDescription } from '../../src/oauth/grant-errors.js';
 import {
   CONSOLE_CLIENT_ID,
   DEVICE_CODE_GRANT,
@@ -145,6 +147,54 @@ describe('invalid_grant says why', () => {
     expect(await refusal(client.refreshTokenGrant(config, rotated.refresh_token!))).toEqual({
       error: 'invalid_grant',
       error_description: expect.stringContaining('revoked'),
+    });
+  });
+});
+
+describe('invalid_grant descriptions (grant-errors.ts)', () => {
+  it('maps oidc-provider’s reasons, shows plain sentences of ours, and hides anything that carries values', () => {
+    expect(invalidGrantDescription('refresh token is expired')).toBe(
+      'the refresh token has expired; sign in again',
+    );
+    expect(invalidGrantDescription('the device behind this grant is revoked')).toBe(
+      'the device behind this grant is revoked',
+    );
+    expect(
+      invalidGrantDescription('subject_token is itself an exchanged token: only the host’s own'),
+    ).toBeTruthy();
+    expect(invalidGrantDescription('grant 3f2b9c1e-0000-4000-8000-000000000000 not found')).toBeUndefined();
+    expect(invalidGrantDescription('token eyJhbGciOiJFUzI1NiJ9.x.y')).toBeUndefined();
+    expect(invalidGrantDescription(undefined)).toBeUndefined();
+  });
+
+  it('a revoked device: its refresh token is refused, saying it was revoked', async () => {
+    const cy = await h.member('Revokers', 'cy@revokers.test');
+    const config = await h.desktop();
+    const da = await client.initiateDeviceAuthorization(config, (await deviceEnrolment()).params);
+    await h.guarded(cy.auth, (tx) => approveDeviceAuthorization(h.oauth, tx, cy.auth, da.user_code));
+    const tokens = await pollOnce(config, da);
+    const deviceId = decodeJwt(tokens.access_token)['did'];
+    const owner = await issueAccessToken(h.db, h.config, {
+      tenantId: cy.tenantId,
+      userId: cy.userId,
+      role: 'OWNER',
+      scopes: ['api:read', 'api:write'],
+    });
+    const res = await fetch(`${h.issuer}/graphql`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${owner}` },
+      body: JSON.stringify({
+        query:
+          'mutation($id: ID!) { revokeDevice(id: $id, idempotencyKey: "revoke-1") { device { status } } }',
+        variables: { id: deviceId },
+      }),
+    });
+    expect(((await res.json()) as { data: unknown }).data).toEqual({
+      revokeDevice: { device: { status: 'REVOKED' } },
+    });
+    expect(await refusal(client.refreshTokenGrant(config, tokens.refresh_token!))).toEqual({
+      error: 'invalid_grant',
+      error_description: expect.stringContaining('device revoked'),
     });
   });
 });
