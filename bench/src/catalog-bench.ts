@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
-import { loadConfig, openDatabase } from '@agentgraph/runtime';
+import { keyVault, loadConfig, openDatabase } from '@agentgraph/runtime';
 import {
   createCatalogSubgraph,
   DEFAULT_SANDBOX_LIMITS,
@@ -109,9 +109,11 @@ async function analysisBench() {
 async function signingBench() {
   const testDb = await provisionTestDatabase();
   const config = loadConfig({ ...testDb.env, HOST: '127.0.0.1' });
-  const { db, handle } = await openDatabase(config, [
-    createCatalogSubgraph({ pollIntervalMs: 0 }).migrations,
-  ]);
+  const { db, handle } = await openDatabase(
+    config,
+    [createCatalogSubgraph({ pollIntervalMs: 0 }).migrations],
+    'catalog',
+  );
   const tenantId = randomUUID();
   const inTenant = <T>(fn: Parameters<typeof db.transaction>[0]) =>
     db.transaction(fn, { 'app.tenant_id': tenantId, 'app.principal_id': 'bench' }) as Promise<T>;
@@ -131,13 +133,13 @@ async function signingBench() {
                 encode(sha256(r.version::bytea), 'hex'), encode(sha512(r.version::bytea), 'hex'), 'k' FROM r`,
         [tenantId, pluginId, TARGETS],
       );
-      await openRepository(tx, tenantId, new Date(), DEFAULT_TUF_SETTINGS);
+      await openRepository(tx, tenantId, new Date(), DEFAULT_TUF_SETTINGS, keyVault(config));
     });
     const times: number[] = [];
     for (let i = 0; i < RUNS; i++) {
       const t = performance.now();
       await inTenant(async (tx) => {
-        const state = await openRepository(tx, tenantId, new Date(), DEFAULT_TUF_SETTINGS);
+        const state = await openRepository(tx, tenantId, new Date(), DEFAULT_TUF_SETTINGS, keyVault(config));
         await publishChannels(tx, state, ['alpha'], new Date(), DEFAULT_TUF_SETTINGS);
       });
       times.push(performance.now() - t);

@@ -14,12 +14,14 @@ import {
   createRevocationList,
   createTokenVerifier,
   openDatabase,
+  SERVICES,
   serveSubgraph,
   type Config,
   type Database,
   type DatabaseHandle,
   type Logger,
   type ServedSubgraph,
+  type Service,
   type SubgraphModule,
   type SubgraphName,
   type TokenVerifier,
@@ -42,7 +44,8 @@ export interface Platform {
   subgraphs: Record<SubgraphName, string>;
   /** The configuration as served: actual subgraph URLs, token issuer and JWKS URL. */
   config: Config;
-  db: Database;
+  /** Each service's connections, as its own database role (its grants and nothing of another's). */
+  dbs: Record<Service, Database>;
   /** The owner connection (migrations' role): for operators' tools such as the deployment-wide emergency stop. */
   owner: DatabaseHandle['owner'];
   gateway: Gateway;
@@ -91,14 +94,24 @@ export async function startPlatform(input: Config, opts: PlatformOptions): Promi
     ) as Record<SubgraphName, boolean>,
   };
 
-  const { db, handle } = await openDatabase(
+  const { handle } = await openDatabase(
     config,
     SUBGRAPH_MODULES.map((m) => m.migrations),
   );
+  let dbs: Record<Service, Database>;
+  try {
+    dbs = Object.fromEntries(
+      await Promise.all(SERVICES.map(async (s) => [s, await handle.app(s)] as const)),
+    ) as Record<Service, Database>;
+  } catch (err) {
+    await handle.close().catch(() => undefined);
+    throw err;
+  }
   const served: ServedSubgraph[] = [];
   let gateway: Gateway | undefined;
-  // One revocation list for every verifier in this process (they share the database and so the same rows).
-  const revocations = createRevocationList(db, log);
+  // One revocation list for every verifier in this process (they share the database and so the same rows); it reads
+  // as the gateway, the role with the least rights that may.
+  const revocations = createRevocationList(dbs.gateway, log);
   const stopAll = async () => {
     await gateway?.close().catch((error: unknown) => log.error('gateway close failed', { error }));
     for (const s of served.reverse())
@@ -125,7 +138,7 @@ export async function startPlatform(input: Config, opts: PlatformOptions): Promi
     const [identity, ...others] = SUBGRAPH_MODULES;
     const identityServed = await serveSubgraph(identity!, {
       config,
-      db,
+      db: dbs.identity,
       log,
       verifyToken: lazyVerifier,
       revocations,
@@ -139,7 +152,7 @@ export async function startPlatform(input: Config, opts: PlatformOptions): Promi
     config.subgraphPorts.identity = Number(new URL(identityServed.url).port);
 
     const devTenant =
-      config.mode === 'development' ? await ensureDevelopmentTenant({ config, db, log }) : null;
+      config.mode === 'development' ? await ensureDevelopmentTenant({ config, db: dbs.identity, log }) : null;
 
     for (const module of others) {
       const verifyToken = createTokenVerifier({
@@ -148,7 +161,7 @@ export async function startPlatform(input: Config, opts: PlatformOptions): Promi
         keys: config.jwksUrl,
         revocations,
       });
-      const s = await serveSubgraph(module, { config, db, log, verifyToken, revocations });
+      const s = await serveSubgraph(module, { config, db: dbs[module.name], log, verifyToken, revocations });
       served.push(s);
       if (!explicit.urls[module.name]) config.subgraphUrls[module.name] = `${s.url}/graphql`;
       config.subgraphPorts[module.name] = Number(new URL(s.url).port);
@@ -186,7 +199,7 @@ export async function startPlatform(input: Config, opts: PlatformOptions): Promi
       gatewayUrl,
       subgraphs: Object.fromEntries(served.map((s) => [s.name, s.url])) as Record<SubgraphName, string>,
       config,
-      db,
+      dbs,
       owner: handle.owner,
       gateway,
       devTenant,

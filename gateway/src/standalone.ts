@@ -46,7 +46,7 @@ const log = createLogger({ service: 'gateway' }, { level: config.logLevel });
 let revocations: RevocationList | undefined;
 let closeDatabase = async () => undefined as void;
 if (config.database.driver === 'postgres') {
-  const { db, handle } = await openDatabase(config, []);
+  const { db, handle } = await openDatabase(config, [], 'gateway');
   revocations = createRevocationList(db, log);
   closeDatabase = () => handle.close();
   await revocations.ready;

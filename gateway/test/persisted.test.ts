@@ -541,6 +541,7 @@ describe('configuration', () => {
       CURSOR_SECRET: 'x'.repeat(32),
       COOKIE_SECRET: 'y'.repeat(32),
       GATEWAY_SECRET: 'z'.repeat(32),
+      KEY_ENCRYPTION_KEYS: Buffer.alloc(32, 7).toString('base64'),
       DATABASE_URL: 'postgres://u@127.0.0.1/db',
     });
     expect(prod.persistedQueries.mode).toBe('apq');

@@ -7,6 +7,8 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'n
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
+import { SERVICES, type Service } from './db/service-roles.js';
+import { parseKeyEncryptionKeys } from './key-encryption.js';
 
 export const SUBGRAPH_NAMES = ['identity', 'memory', 'coordination', 'catalog'] as const;
 export type SubgraphName = (typeof SUBGRAPH_NAMES)[number];
@@ -46,10 +48,38 @@ const EnvSchema = z.object({
     .string()
     .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// or postgresql:// URL')
     .optional(),
+  /** A service's own login (its role `<DATABASE_APP_ROLE>_<service>`); default: DATABASE_APP_URL with that user. */
+  DATABASE_IDENTITY_URL: z
+    .string()
+    .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// or postgresql:// URL')
+    .optional(),
+  DATABASE_MEMORY_URL: z
+    .string()
+    .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// or postgresql:// URL')
+    .optional(),
+  DATABASE_COORDINATION_URL: z
+    .string()
+    .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// or postgresql:// URL')
+    .optional(),
+  DATABASE_CATALOG_URL: z
+    .string()
+    .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// or postgresql:// URL')
+    .optional(),
+  DATABASE_GATEWAY_URL: z
+    .string()
+    .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// or postgresql:// URL')
+    .optional(),
   DATABASE_APP_ROLE: z
     .string()
-    .regex(/^[a-z_][a-z0-9_]*$/)
+    .regex(/^[a-z_][a-z0-9_]{0,40}$/)
     .default('agentgraph_app'),
+  /**
+   * Keys that encrypt the private signing keys stored in the database (envelope encryption: key-encryption.ts):
+   * base64 or base64url of 32 random bytes each, comma-separated, the first one encrypts, all decrypt (rotation).
+   * Or a file holding them (`KEY_ENCRYPTION_KEYS_FILE`, one per line). Required in production.
+   */
+  KEY_ENCRYPTION_KEYS: z.string().min(1).optional(),
+  KEY_ENCRYPTION_KEYS_FILE: z.string().min(1).optional(),
   DATABASE_POOL_SIZE: positive.default(10),
   DATA_DIR: z.string().default('./.data'),
   /**
@@ -124,8 +154,16 @@ export interface Config {
   mode: 'development' | 'production';
   database:
     | { driver: 'pglite'; dataDir: string | null; templateDir?: string }
-    | { driver: 'postgres'; url: string; poolSize: number; appUrl: string | null };
+    | {
+        driver: 'postgres';
+        url: string;
+        poolSize: number;
+        appUrl: string | null;
+        serviceUrls: Partial<Record<Service, string>>;
+      };
   appRole: string;
+  /** Key-encryption keys (KEY_ENCRYPTION_KEYS): the first encrypts stored private keys, every one decrypts. */
+  keyEncryptionKeys: Buffer[];
   dataDir: string;
   host: string;
   gatewayPort: number;
@@ -222,6 +260,38 @@ function readGatewaySecret(
   return secret;
 }
 
+/**
+ * KEY_ENCRYPTION_KEYS, or the file KEY_ENCRYPTION_KEYS_FILE; required in production. In development a key of the
+ * data folder's (created on first start, 0600), or a random one per process with DATA_DIR=memory:// (processes
+ * sharing one database then need the variable, as they need CURSOR_SECRET).
+ */
+function loadKeyEncryptionKeys(
+  e: { KEY_ENCRYPTION_KEYS?: string; KEY_ENCRYPTION_KEYS_FILE?: string; DATA_DIR: string },
+  production: boolean,
+  dataDir: string,
+): Buffer[] {
+  try {
+    if (e.KEY_ENCRYPTION_KEYS) return parseKeyEncryptionKeys(e.KEY_ENCRYPTION_KEYS, 'KEY_ENCRYPTION_KEYS');
+    if (e.KEY_ENCRYPTION_KEYS_FILE) {
+      const file = resolve(e.KEY_ENCRYPTION_KEYS_FILE);
+      return parseKeyEncryptionKeys(readFileSync(file, 'utf8'), `KEY_ENCRYPTION_KEYS_FILE (${file})`);
+    }
+  } catch (err) {
+    throw new ConfigError(`Invalid configuration:\n  ${(err as Error).message}`);
+  }
+  if (production) {
+    throw new ConfigError(
+      'Invalid configuration:\n  KEY_ENCRYPTION_KEYS: required in production (base64 of 32 random bytes, e.g. ' +
+        '`openssl rand -base64 32`, shared by all replicas; or KEY_ENCRYPTION_KEYS_FILE)',
+    );
+  }
+  if (e.DATA_DIR === 'memory://') return [randomBytes(32)];
+  return parseKeyEncryptionKeys(
+    devSecret(dataDir, 'key-encryption-key'),
+    'the development key-encryption key',
+  );
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const parsed = EnvSchema.safeParse(env);
   if (!parsed.success) {
@@ -246,6 +316,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     );
   }
   const dataDir = resolve(e.DATA_DIR);
+  const keyEncryptionKeys = loadKeyEncryptionKeys(e, production, dataDir);
   const gatewaySecret = readGatewaySecret(e.GATEWAY_SECRET, e.GATEWAY_SECRET_FILE, production);
   const subgraphPorts: Record<SubgraphName, number> = {
     identity: e.IDENTITY_PORT,
@@ -269,6 +340,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
           url: e.DATABASE_URL,
           poolSize: e.DATABASE_POOL_SIZE,
           appUrl: e.DATABASE_APP_URL ?? null,
+          serviceUrls: Object.fromEntries(
+            SERVICES.flatMap((s) => {
+              const url = e[`DATABASE_${s.toUpperCase()}_URL` as keyof typeof e] as string | undefined;
+              return url ? [[s, url]] : [];
+            }),
+          ),
         }
       : e.DATA_DIR === 'memory://'
         ? {
@@ -278,6 +355,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
           }
         : { driver: 'pglite', dataDir: join(dataDir, 'pglite') },
     appRole: e.DATABASE_APP_ROLE,
+    keyEncryptionKeys,
     dataDir,
     host: e.HOST,
     gatewayPort: e.GATEWAY_PORT,

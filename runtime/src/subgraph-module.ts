@@ -136,7 +136,7 @@ export async function serveSubgraph(
 export async function runStandalone(module: SubgraphModule): Promise<void> {
   const config = loadConfig();
   const log = createLogger({ service: module.name }, { level: config.logLevel });
-  const { db, handle } = await openDatabase(config, [module.migrations]);
+  const { db, handle } = await openDatabase(config, [module.migrations], module.name);
   const served = await serveSubgraph(module, { config, db, log });
   stopOnSignals(log, async () => {
     await served.close();

@@ -85,6 +85,7 @@ describe('loadConfig', () => {
       url: 'postgres://u@127.0.0.1:5432/db',
       poolSize: 4,
       appUrl: null,
+      serviceUrls: {},
     });
     expect(c.cursorSecret).toBe(secret);
     const own = loadConfig({
@@ -94,6 +95,20 @@ describe('loadConfig', () => {
     });
     expect(own.database).toMatchObject({ appUrl: 'postgres://agentgraph_app@127.0.0.1:5432/db' });
     expect(configError({ DATABASE_APP_URL: 'mysql://x' })).toContain('DATABASE_APP_URL');
+    // A service's own login (its role), one variable per service.
+    const perService = loadConfig({
+      DATABASE_URL: 'postgres://u@127.0.0.1:5432/db',
+      DATABASE_IDENTITY_URL: 'postgres://agentgraph_app_identity:pw@127.0.0.1:5432/db',
+      DATABASE_GATEWAY_URL: 'postgres://agentgraph_app_gateway:pw@127.0.0.1:5432/db',
+      CURSOR_SECRET: secret,
+    });
+    expect(perService.database).toMatchObject({
+      serviceUrls: {
+        identity: 'postgres://agentgraph_app_identity:pw@127.0.0.1:5432/db',
+        gateway: 'postgres://agentgraph_app_gateway:pw@127.0.0.1:5432/db',
+      },
+    });
+    expect(configError({ DATABASE_MEMORY_URL: 'mysql://x' })).toContain('DATABASE_MEMORY_URL');
   });
 
   it('coerces numbers and booleans from strings', () => {
@@ -161,6 +176,7 @@ describe('loadConfig', () => {
       AGENTGRAPH_MODE: 'production',
       CURSOR_SECRET: secret,
       COOKIE_SECRET: secret,
+      KEY_ENCRYPTION_KEYS: Buffer.alloc(32, 3).toString('base64'),
       DATABASE_URL: 'postgres://u@h/db',
     };
     expect(configError(production)).toContain('GATEWAY_SECRET: required in production');
@@ -195,12 +211,49 @@ describe('loadConfig', () => {
     expect(loadConfig({ DATA_DIR: dir, GATEWAY_SECRET: secret }).gatewaySecret).toBe(secret);
   });
 
-  it('accepts production with all four secrets, and turns introspection off there by default', () => {
+  it('requires KEY_ENCRYPTION_KEYS in production, base64 of 32 bytes each, from the environment or a file', () => {
+    const production = {
+      AGENTGRAPH_MODE: 'production',
+      CURSOR_SECRET: secret,
+      COOKIE_SECRET: secret,
+      GATEWAY_SECRET: 'g'.repeat(32),
+      DATABASE_URL: 'postgres://u@h/db',
+    };
+    expect(configError(production)).toContain('KEY_ENCRYPTION_KEYS: required in production');
+    const short = Buffer.from('hunter2-hunter2').toString('base64');
+    expect(configError({ ...production, KEY_ENCRYPTION_KEYS: short })).toMatch(
+      /KEY_ENCRYPTION_KEYS: key 1 is not base64 of 32 bytes/,
+    );
+    expect(configError({ ...production, KEY_ENCRYPTION_KEYS: short })).not.toContain(short);
+    const [k1, k2] = [Buffer.alloc(32, 1), Buffer.alloc(32, 2)];
+    const two = loadConfig({
+      ...production,
+      KEY_ENCRYPTION_KEYS: `${k1.toString('base64')},${k2.toString('base64url')}`,
+    });
+    expect(two.keyEncryptionKeys).toEqual([k1, k2]);
+    const dir = tempDir();
+    const file = join(dir, 'keks');
+    writeFileSync(file, `# active first\n${k2.toString('base64')}\n${k1.toString('base64')}\n`);
+    expect(loadConfig({ ...production, KEY_ENCRYPTION_KEYS_FILE: file }).keyEncryptionKeys).toEqual([k2, k1]);
+  });
+
+  it('makes up a key-encryption key in development: per process in memory, kept in DATA_DIR otherwise', () => {
+    const a = loadConfig({ DATA_DIR: 'memory://' }).keyEncryptionKeys;
+    expect(a).toHaveLength(1);
+    expect(loadConfig({ DATA_DIR: 'memory://' }).keyEncryptionKeys[0]).not.toEqual(a[0]);
+    const dir = tempDir();
+    const kept = loadConfig({ DATA_DIR: dir }).keyEncryptionKeys;
+    expect(loadConfig({ DATA_DIR: dir }).keyEncryptionKeys).toEqual(kept);
+    expect(statSync(join(dir, 'key-encryption-key')).mode & 0o777).toBe(0o600);
+  });
+
+  it('accepts production with all five secrets, and turns introspection off there by default', () => {
     const c = loadConfig({
       AGENTGRAPH_MODE: 'production',
       CURSOR_SECRET: secret,
       COOKIE_SECRET: `${secret},${secret.split('').reverse().join('')}`,
       GATEWAY_SECRET: 'g'.repeat(32),
+      KEY_ENCRYPTION_KEYS: Buffer.alloc(32, 9).toString('base64'),
       DATABASE_URL: 'postgres://u@h/db',
     });
     expect(c.mode).toBe('production');

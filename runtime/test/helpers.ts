@@ -10,6 +10,7 @@ import { provisionTestDatabase } from '../../test/src/database.js';
 import { loadConfig, type Config } from '../src/config.js';
 import type { MigrationSet } from '../src/db/migrate.js';
 import { openDatabase, openHandle } from '../src/db/open.js';
+import type { Service } from '../src/db/service-roles.js';
 import type { Database, DatabaseHandle } from '../src/db/types.js';
 import { AppError, type ErrorCode } from '../src/errors.js';
 
@@ -29,11 +30,15 @@ export interface TestDb {
   close(): Promise<void>;
 }
 
-/** A fresh database with the runtime's migrations (and `sets`) applied, as the app role. */
-export async function openTestDatabase(driver: Driver, sets: MigrationSet[] = []): Promise<TestDb> {
+/** A fresh database with the runtime's migrations (and `sets`) applied, as the app role or `service`'s role. */
+export async function openTestDatabase(
+  driver: Driver,
+  sets: MigrationSet[] = [],
+  service?: Service,
+): Promise<TestDb> {
   const t = await provisionTestDatabase(envFor(driver));
   const config = loadConfig(t.env);
-  const { db, handle } = await openDatabase(config, sets);
+  const { db, handle } = await openDatabase(config, sets, service);
   return {
     db,
     handle,

@@ -18,6 +18,7 @@ import { codeOf, dataOf, newPrincipal, type Principal } from '../src/subgraph-ha
 import { startCatalog, type CatalogHarness } from '../../subgraphs/catalog/test/harness.js';
 import { goodPackage } from '../../subgraphs/catalog/test/packages.js';
 import { DEFAULT_TUF_SETTINGS, refreshRepositories } from '../../subgraphs/catalog/src/index.js';
+import { sealContextOf } from '../../subgraphs/catalog/src/tuf/keys.js';
 
 let c: CatalogHarness;
 const tenantId = randomUUID();
@@ -241,19 +242,19 @@ describe('tuf-js against the served repository', () => {
     }
     const stale = await client();
     await expect(stale.updater.refresh()).rejects.toThrow(/expired/i);
-    const { db } = c.catalog.deps();
-    expect(await refreshRepositories(db, new Date(), DEFAULT_TUF_SETTINGS)).toBeGreaterThanOrEqual(1);
+    const { db, vault } = c.catalog.deps();
+    expect(await refreshRepositories(db, new Date(), DEFAULT_TUF_SETTINGS, vault)).toBeGreaterThanOrEqual(1);
     const fresh = await client();
     await fresh.updater.refresh();
     expect(await fresh.updater.getTargetInfo('alpha/hello/hello-1.2.0.zip')).toBeDefined();
     // Nothing is due right after: the pass re-signs nothing.
     const before = await latestVersion('timestamp');
-    await refreshRepositories(db, new Date(), DEFAULT_TUF_SETTINGS);
+    await refreshRepositories(db, new Date(), DEFAULT_TUF_SETTINGS, vault);
     expect(await latestVersion('timestamp')).toBe(before);
   });
 
   it('refuses metadata signed by a revoked key (timestamp key rotated)', async () => {
-    const { db } = c.catalog.deps();
+    const { db, vault } = c.catalog.deps();
     const inTenant = <T>(fn: (tx: any) => Promise<T>) =>
       db.transaction(fn, { 'app.tenant_id': tenantId, 'app.principal_id': 'test' });
     const oldKey = await inTenant(async (tx) => {
@@ -275,7 +276,12 @@ describe('tuf-js against the served repository', () => {
       (data) =>
         new Signature({
           keyID: oldKey.key_id,
-          sig: sign(null, data, createPrivateKey(oldKey.private_key)).toString('hex'),
+          // (The key is stored sealed: whoever holds it also holds a key-encryption key.)
+          sig: sign(
+            null,
+            data,
+            createPrivateKey(vault.open(oldKey.private_key, sealContextOf(tenantId, oldKey.key_id))),
+          ).toString('hex'),
         }),
     );
     overrides.set(`${tufBase()}/metadata/timestamp.json`, JSON.stringify(forged.toJSON()));

@@ -346,13 +346,13 @@ describe('intents end to end', () => {
         .state;
     const t0 = Date.now();
     // Before expiry nothing of ours changes.
-    await sweepIntents(p.platform.db, new Date(t0 + 30_000));
+    await sweepIntents(p.platform.dbs.coordination, new Date(t0 + 30_000));
     expect([await stateOf(open.id), await stateOf(running.id)]).toEqual(['QUEUED', 'EXECUTING']);
     // Past expiry: the open one expires; the executing one is not expired (it has its own deadline).
-    await sweepIntents(p.platform.db, new Date(t0 + 61_000));
+    await sweepIntents(p.platform.dbs.coordination, new Date(t0 + 61_000));
     expect([await stateOf(open.id), await stateOf(running.id)]).toEqual(['EXPIRED', 'EXECUTING']);
     // Past the execution deadline: OUTCOME_UNKNOWN, set by the server.
-    await sweepIntents(p.platform.db, new Date(t0 + 121_000));
+    await sweepIntents(p.platform.dbs.coordination, new Date(t0 + 121_000));
     expect(await stateOf(running.id)).toBe('OUTCOME_UNKNOWN');
     const h = await p.gql(
       'query Q($i: ID!) { intent(id: $i) { history { edges { node { state actor reason } } } } }',

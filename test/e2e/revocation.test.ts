@@ -14,7 +14,7 @@ import { randomUUID } from 'node:crypto';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { activeSigningKey } from '@agentgraph/identity';
-import { revokeTokens, type Config, type Database, type Revocation } from '@agentgraph/runtime';
+import { keyVault, revokeTokens, type Config, type Database, type Revocation } from '@agentgraph/runtime';
 import { SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestPlatform, type TestPlatform, type TestUser } from '../src/platform.js';
@@ -33,7 +33,7 @@ interface Claims {
 
 /** An access token shaped like identity's (ES256, at+jwt, jti, tid, role, scope), with a grant and device id. */
 async function mintToken(db: Database, config: Config, user: TestUser, extra: Claims): Promise<string> {
-  const { kid, key } = await activeSigningKey(db);
+  const { kid, key } = await activeSigningKey(db, keyVault(config));
   const iat = Math.floor(Date.now() / 1000);
   return new SignJWT({
     tid: user.tenantId,
@@ -96,7 +96,8 @@ async function revokeAndMeasure(
   targets: Target[],
   label: string,
 ): Promise<Record<string, Record<string, number>>> {
-  const { db, config } = p.platform;
+  const { dbs, config } = p.platform;
+  const db = dbs.identity;
   const user = await p.tokenFor({ tenant: `revocation-${label}` });
   const results: Record<string, Record<string, number>> = {};
   const kinds: Array<[Revocation['kind'], (c: Required<Claims>, jti: string) => string]> = [

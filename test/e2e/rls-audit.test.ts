@@ -3,12 +3,20 @@
  * migration of every subgraph has run:
  * - every table with a tenant_id column has Row-Level Security ENABLEd and FORCEd, and a policy;
  * - every other table is listed below with the reason it is not tenant data, and the check that reason implies;
- * - the application role owns nothing (schema, table, sequence, view, function, type), is no superuser, and has
- *   neither BYPASSRLS, CREATEROLE nor CREATEDB, nor membership in a role that has them or owns anything;
+ * - the application role and every service's role (runtime/src/db/service-roles.ts) own nothing (schema, table,
+ *   sequence, view, function, type), are no superusers, and have neither BYPASSRLS, CREATEROLE nor CREATEDB, nor
+ *   membership in a role that has them or owns anything;
  * - every SECURITY DEFINER function pins its search_path and is not executable by PUBLIC.
  * A new table without RLS, or a new non-tenant table nobody explained, fails here.
  */
-import { openDatabase, type Database, type DatabaseHandle, type Queryable } from '@agentgraph/runtime';
+import {
+  openDatabase,
+  serviceRole,
+  SERVICES,
+  type Database,
+  type DatabaseHandle,
+  type Queryable,
+} from '@agentgraph/runtime';
 import { loadConfig } from '@agentgraph/runtime';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SUBGRAPH_MODULES } from '../../gateway/src/platform.js';
@@ -19,7 +27,7 @@ const SCHEMAS = ['runtime', 'identity', 'memory', 'coordination', 'catalog'];
 interface Exception {
   reason: string;
   /** What the reason implies, checked: 'forced-rls' = RLS ENABLEd and FORCEd with a policy of its own;
-   *  'no-app-access' = the app role holds no privilege on it at all; 'not-tenant-data' = neither, the reason says why. */
+   *  'no-app-access' = neither the app role nor any service's role holds a privilege on it; 'not-tenant-data' = neither, the reason says why. */
   check: 'forced-rls' | 'no-app-access' | 'not-tenant-data';
 }
 
@@ -76,6 +84,10 @@ let testDb: TestDatabase;
 let handle: DatabaseHandle;
 let db: Database;
 let appRole: string;
+/** The app role and every service's role. */
+let roles: string[];
+/** Each service's connections. */
+let dbs: Database[];
 
 beforeAll(async () => {
   testDb = await provisionTestDatabase();
@@ -85,6 +97,8 @@ beforeAll(async () => {
     config,
     SUBGRAPH_MODULES.map((m) => m.migrations),
   ));
+  roles = [appRole, ...SERVICES.map((s) => serviceRole(appRole, s))];
+  dbs = [db, ...(await Promise.all(SERVICES.map((s) => handle.app(s))))];
 });
 afterAll(async () => {
   await handle?.close();
@@ -163,16 +177,22 @@ describe('Row-Level Security on every tenant table', () => {
         });
       }
       if (exception.check === 'no-app-access') {
-        const { rows } = await owner().query<{ privileges: string[] }>(
-          `SELECT array_remove(ARRAY[
-                    CASE WHEN has_table_privilege($1, $2, 'SELECT') THEN 'SELECT' END,
-                    CASE WHEN has_table_privilege($1, $2, 'INSERT') THEN 'INSERT' END,
-                    CASE WHEN has_table_privilege($1, $2, 'UPDATE') THEN 'UPDATE' END,
-                    CASE WHEN has_table_privilege($1, $2, 'DELETE') THEN 'DELETE' END,
-                    CASE WHEN has_table_privilege($1, $2, 'TRUNCATE') THEN 'TRUNCATE' END], NULL) AS privileges`,
-          [appRole, name],
-        );
-        expect({ name, privileges: rows[0]!.privileges }).toEqual({ name, privileges: [] });
+        for (const role of roles) {
+          const { rows } = await owner().query<{ privileges: string[] }>(
+            // By oid: resolving the name would need USAGE on the schema (PGlite's owner query runs as the app role).
+          `WITH t AS (SELECT c.oid FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+                       WHERE n.nspname || '.' || c.relname = $2)
+           SELECT array_remove(ARRAY[
+                    CASE WHEN has_table_privilege($1, t.oid, 'SELECT') THEN 'SELECT' END,
+                    CASE WHEN has_table_privilege($1, t.oid, 'INSERT') THEN 'INSERT' END,
+                    CASE WHEN has_table_privilege($1, t.oid, 'UPDATE') THEN 'UPDATE' END,
+                    CASE WHEN has_table_privilege($1, t.oid, 'DELETE') THEN 'DELETE' END,
+                    CASE WHEN has_table_privilege($1, t.oid, 'TRUNCATE') THEN 'TRUNCATE' END], NULL) AS privileges
+              FROM t`,
+            [role, name],
+          );
+          expect({ name, role, privileges: rows[0]!.privileges }).toEqual({ name, role, privileges: [] });
+        }
       }
     }
   });
@@ -182,60 +202,74 @@ describe('Row-Level Security on every tenant table', () => {
       `SELECT n.nspname || '.' || c.relname AS name
          FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
         WHERE n.nspname = ANY($1::text[]) AND c.relkind IN ('r', 'p')
-          AND has_table_privilege($2, c.oid, 'TRUNCATE')`,
-      [SCHEMAS, appRole],
+          AND EXISTS (SELECT 1 FROM unnest($2::text[]) r WHERE has_table_privilege(r, c.oid, 'TRUNCATE'))`,
+      [SCHEMAS, roles],
     );
     expect(rows.map((r) => r.name)).toEqual([]);
   });
 });
 
-describe('the application role', () => {
-  it('is no superuser and has neither BYPASSRLS, CREATEROLE nor CREATEDB', async () => {
+describe("the application role and each service's role", () => {
+  it('are no superusers and have neither BYPASSRLS, CREATEROLE nor CREATEDB', async () => {
     const { rows } = await owner().query(
-      `SELECT rolsuper, rolbypassrls, rolcreaterole, rolcreatedb FROM pg_roles WHERE rolname = $1`,
-      [appRole],
+      `SELECT rolname, rolsuper, rolbypassrls, rolcreaterole, rolcreatedb FROM pg_roles
+        WHERE rolname = ANY($1::text[]) ORDER BY rolname`,
+      [roles],
     );
-    expect(rows).toEqual([
-      { rolsuper: false, rolbypassrls: false, rolcreaterole: false, rolcreatedb: false },
-    ]);
+    expect(rows).toEqual(
+      [...roles]
+        .sort()
+        .map((rolname) => ({
+          rolname,
+          rolsuper: false,
+          rolbypassrls: false,
+          rolcreaterole: false,
+          rolcreatedb: false,
+        })),
+    );
   });
 
-  it('is what the application connection runs as', async () => {
-    const { rows } = await db.query<{ who: string }>('SELECT current_user AS who');
-    expect(rows[0]!.who).toBe(appRole);
+  it('are what the application connections run as', async () => {
+    for (const [i, d] of dbs.entries()) {
+      const { rows } = await d.query<{ who: string }>('SELECT current_user AS who');
+      expect(rows[0]!.who).toBe(roles[i]);
+    }
   });
 
   it.skipIf(!process.env['DATABASE_URL'])(
     'logs in as itself on PostgreSQL: even RESET ROLE or SET ROLE cannot leave it (DATABASE_APP_URL)',
     async () => {
       const ownerName = (await owner().query<{ u: string }>('SELECT session_user::text AS u')).rows[0]!.u;
-      await db.transaction(async (tx) => {
-        await tx.query('RESET ROLE');
-        const { rows } = await tx.query<{ who: string; session: string }>(
-          'SELECT current_user::text AS who, session_user::text AS session',
-        );
-        expect(rows[0]).toEqual({ who: appRole, session: appRole });
-        await expect(tx.query(`SET ROLE ${ownerName}`)).rejects.toThrow(/permission denied/);
-      });
+      for (const [i, d] of dbs.entries()) {
+        await d.transaction(async (tx) => {
+          await tx.query('RESET ROLE');
+          const { rows } = await tx.query<{ who: string; session: string }>(
+            'SELECT current_user::text AS who, session_user::text AS session',
+          );
+          expect(rows[0]).toEqual({ who: roles[i], session: roles[i] });
+          await expect(tx.query(`SET ROLE ${ownerName}`)).rejects.toThrow(/permission denied/);
+        });
+      }
     },
   );
 
   it('cannot become a role that is superuser, bypasses RLS or owns anything', async () => {
     const { rows } = await owner().query<{ rolname: string }>(
-      `SELECT r.rolname FROM pg_roles r
-        WHERE r.rolname <> $1 AND pg_has_role($1, r.oid, 'MEMBER')
+      `SELECT r.rolname FROM pg_roles r, unnest($1::text[]) me
+        WHERE r.rolname <> me AND pg_has_role(me, r.oid, 'MEMBER')
           AND (r.rolsuper OR r.rolbypassrls
                OR EXISTS (SELECT 1 FROM pg_namespace n WHERE n.nspowner = r.oid AND n.nspname = ANY($2::text[]))
                OR EXISTS (SELECT 1 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
                            WHERE c.relowner = r.oid AND n.nspname = ANY($2::text[])))`,
-      [appRole, SCHEMAS],
+      [roles, SCHEMAS],
     );
     expect(rows.map((r) => r.rolname)).toEqual([]);
   });
 
-  it('owns no schema, table, sequence, view, function or type, and may create none', async () => {
-    const { rows } = await owner().query<{ kind: string; name: string }>(
-      `SELECT 'schema' AS kind, n.nspname AS name FROM pg_namespace n WHERE n.nspowner = (SELECT oid FROM pg_roles WHERE rolname = $1)
+  it('own no schema, table, sequence, view, function or type, and may create none', async () => {
+    for (const role of roles) {
+      const { rows } = await owner().query<{ kind: string; name: string }>(
+        `SELECT 'schema' AS kind, n.nspname AS name FROM pg_namespace n WHERE n.nspowner = (SELECT oid FROM pg_roles WHERE rolname = $1)
        UNION ALL
        SELECT 'relation ' || c.relkind::text, n.nspname || '.' || c.relname
          FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
@@ -248,15 +282,16 @@ describe('the application role', () => {
        SELECT 'type', n.nspname || '.' || t.typname
          FROM pg_type t JOIN pg_namespace n ON n.oid = t.typnamespace
         WHERE t.typowner = (SELECT oid FROM pg_roles WHERE rolname = $1)`,
-      [appRole],
-    );
-    expect(rows).toEqual([]);
-    const create = await owner().query<{ nspname: string }>(
-      `SELECT nspname FROM pg_namespace
+        [role],
+      );
+      expect({ role, owned: rows }).toEqual({ role, owned: [] });
+      const create = await owner().query<{ nspname: string }>(
+        `SELECT nspname FROM pg_namespace
         WHERE nspname = ANY($2::text[]) AND has_schema_privilege($1, oid, 'CREATE')`,
-      [appRole, [...SCHEMAS, 'public']],
-    );
-    expect(create.rows.map((r) => r.nspname)).toEqual([]);
+        [role, [...SCHEMAS, 'public']],
+      );
+      expect({ role, create: create.rows.map((r) => r.nspname) }).toEqual({ role, create: [] });
+    }
   });
 
   it('refuses DDL and RLS switches when tried (owner-only operations)', async () => {
@@ -266,10 +301,12 @@ describe('the application role', () => {
       'DROP POLICY tenant_isolation ON memory.records',
       'CREATE TABLE memory.sneaky (id int)',
     ]) {
-      await expect(
-        db.transaction((tx) => tx.query(sql)),
-        sql,
-      ).rejects.toThrow();
+      for (const d of dbs) {
+        await expect(
+          d.transaction((tx) => tx.query(sql)),
+          sql,
+        ).rejects.toThrow();
+      }
     }
   });
 });

@@ -1,6 +1,6 @@
 /**
- * Row-Level Security alone protects one tenant from another (issue 3, "a database-level test"): as the application
- * role (the connection the subgraphs get), with tenant A set by withTenant, the subgraphs' own store functions and
+ * Row-Level Security alone protects one tenant from another (issue 3, "a database-level test"): as each service's
+ * role (the connections the subgraphs get), with tenant A set by withTenant, the subgraphs' own store functions and
  * SQL aimed at tenant B's ids read nothing, update and delete nothing, and cannot insert rows for B; with no tenant
  * set, nothing is visible at all. No resolver runs here: only the database stands between the tenants.
  */
@@ -15,6 +15,7 @@ import {
   type Database,
   type DatabaseHandle,
   type Queryable,
+  type Service,
 } from '@agentgraph/runtime';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SUBGRAPH_MODULES } from '../../gateway/src/platform.js';
@@ -29,8 +30,15 @@ const RLS_REFUSAL = /row-level security/i;
 
 let testDb: TestDatabase;
 let handle: DatabaseHandle;
-let db: Database;
+/** Each subgraph's connections, as its own role. */
+let dbs: Record<Exclude<Service, 'gateway'>, Database>;
 let appRole: string;
+
+/** The service whose role holds a schema's grants (the runtime's tables: any subgraph role, through the app role). */
+const serviceOf = (table: string): Exclude<Service, 'gateway'> => {
+  const schema = table.split('.')[0]!;
+  return schema === 'runtime' ? 'memory' : (schema as Exclude<Service, 'gateway'>);
+};
 
 interface Tenant {
   auth: AuthContext;
@@ -51,7 +59,7 @@ let b: Tenant;
 
 /** A tenant with one row in every table a subgraph writes, created through the subgraphs' own store functions. */
 async function seedTenant(name: string): Promise<Tenant> {
-  const boot = await bootstrapTenant(db, {
+  const boot = await bootstrapTenant(dbs.identity, {
     tenantName: name,
     email: `owner-${randomUUID().slice(0, 8)}@${name.toLowerCase()}.test`,
     displayName: `Owner of ${name}`,
@@ -64,7 +72,7 @@ async function seedTenant(name: string): Promise<Tenant> {
   };
   const recordId = randomUUID();
   const grantId = `grant-${randomUUID()}`;
-  const seeded = await withTenant(db, auth, async (tx) => {
+  const ws = await withTenant(dbs.memory, auth, async (tx) => {
     const ws = await memory.createWorkspace(tx, auth, `${name} notes`);
     await memory.putRecord(tx, auth, {
       id: recordId,
@@ -74,14 +82,23 @@ async function seedTenant(name: string): Promise<Tenant> {
       tags: [],
       expectedVersion: null,
     });
+    return ws;
+  });
+  const { room, message } = await withTenant(dbs.coordination, auth, async (tx) => {
     const room = await coordination.insertRoom(tx, auth.tenantId, auth.principalId, `${name} room`);
     const message = await coordination.appendMessage(tx, auth.tenantId, room.id, auth.principalId, 'secret');
+    return { room, message };
+  });
+  const { plugin, release } = await withTenant(dbs.catalog, auth, async (tx) => {
     const plugin = await catalog.createPlugin(tx, auth, {
       name: `${name.toLowerCase()}-plugin`,
       displayName: name,
       description: '',
     });
     const release = await catalog.declareRelease(tx, auth, plugin.id, '1.0.0');
+    return { plugin, release };
+  });
+  const seeded = await withTenant(dbs.identity, auth, async (tx) => {
     const device = await identity.insertDevice(tx, auth.tenantId, auth.principalId, {
       name: `${name} laptop`,
       platform: 'linux',
@@ -102,7 +119,7 @@ async function seedTenant(name: string): Promise<Tenant> {
   });
   const idempotencyKey = `key-${randomUUID()}`;
   await runIdempotent(
-    db,
+    dbs.memory,
     auth,
     { key: idempotencyKey, operation: 'Mutation.test', args: {} },
     3600,
@@ -113,21 +130,33 @@ async function seedTenant(name: string): Promise<Tenant> {
   return { auth, userId: boot.userId, recordId, grantId, idempotencyKey, ...seeded };
 }
 
-/** Every table with a tenant_id column that the app role may SELECT, from the catalog (new tables join in). */
+/**
+ * Every table with a tenant_id column that its service's role may SELECT, from the catalog (new tables join in).
+ */
 async function tenantTables(): Promise<string[]> {
-  const { rows } = await handle.owner.query<{ name: string }>(
-    `SELECT n.nspname || '.' || c.relname AS name
+  const { rows } = await handle.owner.query<{ name: string; oid: number }>(
+    `SELECT n.nspname || '.' || c.relname AS name, c.oid::int AS oid
        FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
       WHERE n.nspname = ANY($1::text[]) AND c.relkind IN ('r', 'p')
         AND EXISTS (SELECT 1 FROM pg_attribute x WHERE x.attrelid = c.oid AND x.attname = 'tenant_id' AND NOT x.attisdropped)
-        AND has_table_privilege($2, c.oid, 'SELECT')
       ORDER BY 1`,
-    [SCHEMAS, appRole],
+    [SCHEMAS],
   );
-  return rows.map((r) => r.name);
+  const readable: string[] = [];
+  for (const r of rows) {
+    const role = `${appRole}_${serviceOf(r.name)}`;
+    const can = await handle.owner.query<{ ok: boolean }>(
+      `SELECT has_table_privilege($1, $2::int::oid, 'SELECT') AS ok`,
+      [role, r.oid],
+    );
+    if (can.rows[0]!.ok) readable.push(r.name);
+  }
+  return readable;
 }
 
-const asA = <T>(fn: (tx: Queryable) => Promise<T>) => withTenant(db, a.auth, fn);
+/** In tenant A's transaction, as the role of the service that owns `table` (or the named service). */
+const asA = <T>(service: Exclude<Service, 'gateway'>, fn: (tx: Queryable) => Promise<T>) =>
+  withTenant(dbs[service], a.auth, fn);
 const count = async (tx: Queryable, sql: string, params: unknown[] = []) =>
   (await tx.query<{ n: number }>(`SELECT count(*)::int AS n FROM (${sql}) q`, params)).rows[0]!.n;
 
@@ -135,10 +164,16 @@ beforeAll(async () => {
   testDb = await provisionTestDatabase();
   const config = loadConfig({ ...testDb.env, LOG_LEVEL: 'error' });
   appRole = config.appRole;
-  ({ db, handle } = await openDatabase(
+  ({ handle } = await openDatabase(
     config,
     SUBGRAPH_MODULES.map((m) => m.migrations),
   ));
+  dbs = {
+    identity: await handle.app('identity'),
+    memory: await handle.app('memory'),
+    coordination: await handle.app('coordination'),
+    catalog: await handle.app('catalog'),
+  };
   a = await seedTenant('Acme');
   b = await seedTenant('Globex');
 });
@@ -147,29 +182,34 @@ afterAll(async () => {
   await testDb?.drop();
 });
 
-describe('as the application role, with tenant A set', () => {
-  it('runs as the application role, not the owner', async () => {
-    const { rows } = await db.query<{ who: string }>('SELECT current_user AS who');
-    expect(rows[0]!.who).toBe(appRole);
+describe("as each service's role, with tenant A set", () => {
+  it("runs as each service's role, not the owner", async () => {
+    for (const [service, db] of Object.entries(dbs)) {
+      const { rows } = await db.query<{ who: string }>('SELECT current_user AS who');
+      expect(rows[0]!.who).toBe(`${appRole}_${service}`);
+    }
   });
 
   it("reads none of tenant B's rows through the subgraphs' own store functions", async () => {
-    await asA(async (tx) => {
-      // memory
+    await asA('memory', async (tx) => {
       expect(await memory.findWorkspace(tx, b.workspaceId)).toBeNull();
       expect((await memory.findRecords(tx, [b.recordId])).size).toBe(0);
       expect((await memory.listWorkspaces(tx, 100, null)).map((w) => w.node.id)).toEqual([a.workspaceId]);
-      // coordination
+    });
+    await asA('coordination', async (tx) => {
       expect((await coordination.roomsById(tx, [b.roomId])).size).toBe(0);
       expect(await coordination.lastSeqOf(tx, b.roomId)).toBeNull();
       expect(await coordination.messageById(tx, b.messageId)).toBeNull();
       expect(await coordination.messagesAfter(tx, b.roomId, 0, 100)).toEqual([]);
       expect((await coordination.roomsPage(tx, null, 100)).map((r) => r.id)).toEqual([a.roomId]);
-      // catalog
+    });
+    await asA('catalog', async (tx) => {
       expect(await catalog.findPlugin(tx, b.pluginId)).toBeNull();
       expect((await catalog.findReleases(tx, [b.releaseId])).size).toBe(0);
       expect((await catalog.listPlugins(tx, 100, null)).map((p) => p.node.id)).toEqual([a.pluginId]);
-      // identity (store functions that take a tenant id are handed B's: RLS still answers for A only)
+    });
+    await asA('identity', async (tx) => {
+      // Store functions that take a tenant id are handed B's: RLS still answers for A only)
       expect(await identity.findTenant(tx, b.auth.tenantId)).toBeNull();
       expect((await identity.findUsers(tx, [b.userId])).size).toBe(0);
       expect((await identity.findDevices(tx, [b.deviceId])).size).toBe(0);
@@ -188,28 +228,36 @@ describe('as the application role, with tenant A set', () => {
       'runtime.idempotency_keys',
     ])
       expect(tables).toContain(t);
-    await asA(async (tx) => {
-      for (const table of tables) {
+    for (const table of tables) {
+      await asA(serviceOf(table), async (tx) =>
         expect(
           { table, rows: await count(tx, `SELECT 1 FROM ${table} WHERE tenant_id = $1`, [b.auth.tenantId]) },
           `${table} shows tenant B's rows to tenant A`,
-        ).toEqual({ table, rows: 0 });
-      }
-      expect(await count(tx, 'SELECT 1 FROM identity.oauth_grants WHERE grant_id = $1', [b.grantId])).toBe(0);
+        ).toEqual({ table, rows: 0 }),
+      );
+    }
+    await asA('identity', async (tx) =>
+      expect(await count(tx, 'SELECT 1 FROM identity.oauth_grants WHERE grant_id = $1', [b.grantId])).toBe(0),
+    );
+    await asA('memory', async (tx) =>
       expect(
         await count(tx, 'SELECT 1 FROM runtime.idempotency_keys WHERE key = $1', [b.idempotencyKey]),
-      ).toBe(0);
-    });
+      ).toBe(0),
+    );
     // The same SQL does see A's own rows (the queries are not simply wrong).
-    await asA(async (tx) => {
-      for (const table of ['memory.records', 'coordination.messages', 'catalog.releases', 'identity.devices'])
-        expect(await count(tx, `SELECT 1 FROM ${table} WHERE tenant_id = $1`, [a.auth.tenantId])).toBe(1);
-    });
+    for (const table of ['memory.records', 'coordination.messages', 'catalog.releases', 'identity.devices'])
+      await asA(serviceOf(table), async (tx) =>
+        expect(await count(tx, `SELECT 1 FROM ${table} WHERE tenant_id = $1`, [a.auth.tenantId])).toBe(1),
+      );
   });
 
   it("updates and deletes none of tenant B's rows", async () => {
-    await asA(async (tx) => {
-      const touched = async (sql: string, params: unknown[]) => (await tx.query(sql, params)).rowCount;
+    const touched = async (sql: string, params: unknown[]) =>
+      asA(
+        serviceOf(/(?:UPDATE|FROM) (\w+\.\w+)/.exec(sql)![1]!),
+        async (tx) => (await tx.query(sql, params)).rowCount,
+      );
+    {
       expect(await touched("UPDATE memory.records SET content = 'pwned' WHERE id = $1", [b.recordId])).toBe(
         0,
       );
@@ -225,22 +273,30 @@ describe('as the application role, with tenant A set', () => {
         await touched('DELETE FROM runtime.idempotency_keys WHERE tenant_id = $1', [b.auth.tenantId]),
       ).toBe(0);
       // Through the store: appending to B's room finds no room to number the message in.
-      expect(await coordination.appendMessage(tx, a.auth.tenantId, b.roomId, a.userId, 'hi')).toBeNull();
-      expect(await identity.updateDisplayName(tx, b.userId, 'pwned')).toBeNull();
-    });
+      expect(
+        await asA('coordination', (tx) =>
+          coordination.appendMessage(tx, a.auth.tenantId, b.roomId, a.userId, 'hi'),
+        ),
+      ).toBeNull();
+      expect(await asA('identity', (tx) => identity.updateDisplayName(tx, b.userId, 'pwned'))).toBeNull();
+    }
     // Tenant B's rows are as they were.
-    await withTenant(db, b.auth, async (tx) => {
+    await withTenant(dbs.memory, b.auth, async (tx) => {
       expect((await memory.findRecords(tx, [b.recordId])).get(b.recordId)?.content).toBe('Globex secret');
-      expect(await coordination.lastSeqOf(tx, b.roomId)).toBe(1);
+      expect(
+        await count(tx, 'SELECT 1 FROM runtime.idempotency_keys WHERE key = $1', [b.idempotencyKey]),
+      ).toBe(1);
+    });
+    await withTenant(dbs.coordination, b.auth, async (tx) =>
+      expect(await coordination.lastSeqOf(tx, b.roomId)).toBe(1),
+    );
+    await withTenant(dbs.identity, b.auth, async (tx) => {
       const device = (await identity.findDevices(tx, [b.deviceId])).get(b.deviceId);
       expect({ name: device?.name, status: device?.status }).toEqual({
         name: 'Globex laptop',
         status: 'PENDING',
       });
       expect(await count(tx, 'SELECT 1 FROM identity.oauth_grants WHERE grant_id = $1', [b.grantId])).toBe(1);
-      expect(
-        await count(tx, 'SELECT 1 FROM runtime.idempotency_keys WHERE key = $1', [b.idempotencyKey]),
-      ).toBe(1);
     });
   });
 
@@ -302,21 +358,24 @@ describe('as the application role, with tenant A set', () => {
       ],
     ];
     for (const [table, attempt] of attempts) {
-      await expect(asA(attempt), table).rejects.toThrow(RLS_REFUSAL);
+      await expect(asA(serviceOf(table), attempt), table).rejects.toThrow(RLS_REFUSAL);
     }
     // Nothing was planted.
-    await withTenant(db, b.auth, async (tx) => {
-      expect(await count(tx, "SELECT 1 FROM memory.workspaces WHERE name = 'planted'")).toBe(0);
+    await withTenant(dbs.memory, b.auth, async (tx) =>
+      expect(await count(tx, "SELECT 1 FROM memory.workspaces WHERE name = 'planted'")).toBe(0),
+    );
+    await withTenant(dbs.identity, b.auth, async (tx) => {
       expect(await count(tx, "SELECT 1 FROM identity.devices WHERE name = 'planted'")).toBe(0);
       expect(await count(tx, 'SELECT 1 FROM identity.oauth_grants')).toBe(1);
     });
   });
 });
 
-describe('as the application role, with no tenant set', () => {
+describe("as each service's role, with no tenant set", () => {
   it('sees no row of any tenant table, in or out of a transaction', async () => {
     const tables = await tenantTables();
     for (const table of tables) {
+      const db = dbs[serviceOf(table)];
       expect({ table, rows: await count(db, `SELECT 1 FROM ${table}`) }).toEqual({ table, rows: 0 });
       expect({ table, rows: await db.transaction((tx) => count(tx, `SELECT 1 FROM ${table}`)) }).toEqual({
         table,
@@ -324,13 +383,14 @@ describe('as the application role, with no tenant set', () => {
       });
     }
     // Tenants and users are confined too (by id, and by membership or being the caller).
-    expect(await count(db, 'SELECT 1 FROM identity.tenants')).toBe(0);
-    expect(await count(db, 'SELECT 1 FROM identity.users')).toBe(0);
-    expect(await identity.findTenant(db, a.auth.tenantId)).toBeNull();
-    expect(await memory.findWorkspace(db, a.workspaceId)).toBeNull();
+    expect(await count(dbs.identity, 'SELECT 1 FROM identity.tenants')).toBe(0);
+    expect(await count(dbs.identity, 'SELECT 1 FROM identity.users')).toBe(0);
+    expect(await identity.findTenant(dbs.identity, a.auth.tenantId)).toBeNull();
+    expect(await memory.findWorkspace(dbs.memory, a.workspaceId)).toBeNull();
   });
 
   it('cannot write either', async () => {
+    const db = dbs.memory;
     await expect(db.transaction((tx) => memory.createWorkspace(tx, a.auth, 'no tenant'))).rejects.toThrow(
       RLS_REFUSAL,
     );

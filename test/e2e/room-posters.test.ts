@@ -57,7 +57,7 @@ describe('concurrent posters', () => {
     }
 
     const auth = { tenantId: user.tenantId, principalId: user.userId, role: 'OWNER' as const, scopes: [] };
-    const rows = await withTenant(p.platform.db, auth, (tx) =>
+    const rows = await withTenant(p.platform.dbs.coordination, auth, (tx) =>
       tx.query<{ seq: number; body: string }>(
         'SELECT seq, body FROM coordination.messages WHERE room_id = $1 ORDER BY seq',
         [room],

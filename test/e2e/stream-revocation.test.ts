@@ -59,7 +59,7 @@ describe('streams and revocation', () => {
 
       const { jti, exp } = decodeJwt(bob.token);
       const started = Date.now();
-      await p.platform.db.transaction((tx) =>
+      await p.platform.dbs.identity.transaction((tx) =>
         revokeTokens(tx, [{ kind: 'jti', value: jti!, expiresAt: new Date(exp! * 1000) }]),
       );
       const last = await s.next();

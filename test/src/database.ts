@@ -15,6 +15,17 @@ export interface TestDatabase {
 }
 
 const APP_ROLE = 'agentgraph_app';
+/** The services' roles (runtime/src/db/service-roles.ts): each logs in on its own, as production should. */
+const ROLES = [
+  APP_ROLE,
+  ...['identity', 'memory', 'coordination', 'catalog', 'gateway'].map((s) => `${APP_ROLE}_${s}`),
+];
+
+/**
+ * One key-encryption key for every process of a test run (like CURSOR_SECRET: processes sharing a database must
+ * agree), random per run.
+ */
+const KEY_ENCRYPTION_KEYS = process.env['KEY_ENCRYPTION_KEYS'] ?? randomBytes(32).toString('base64');
 
 export async function provisionTestDatabase(env: NodeJS.ProcessEnv = process.env): Promise<TestDatabase> {
   const base = env['DATABASE_URL'];
@@ -26,6 +37,7 @@ export async function provisionTestDatabase(env: NodeJS.ProcessEnv = process.env
       env: {
         DATA_DIR: 'memory://',
         CURSOR_SECRET: cursorSecret,
+        KEY_ENCRYPTION_KEYS,
         PGLITE_TEMPLATE_DIR: env['PGLITE_TEMPLATE_DIR'] ?? join(tmpdir(), 'agentgraph-pglite-templates'),
       },
       drop: async () => undefined,
@@ -36,21 +48,24 @@ export async function provisionTestDatabase(env: NodeJS.ProcessEnv = process.env
   await admin.connect();
   try {
     await admin.query(`CREATE DATABASE ${name}`);
-    // The app role logs in on its own (DATABASE_APP_URL), as production should: its connections never were the
-    // owner. Roles are cluster-wide; parallel test files may race to create it.
-    await admin
-      .query(
-        `DO $$ BEGIN
-           IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '${APP_ROLE}') THEN
-             CREATE ROLE ${APP_ROLE} LOGIN NOSUPERUSER NOBYPASSRLS;
-           ELSE
-             ALTER ROLE ${APP_ROLE} LOGIN;
-           END IF;
-         END $$`,
-      )
-      .catch((err: { code?: string }) => {
-        if (err.code !== '23505' && err.code !== '42710') throw err;
-      });
+    // The app role and each service's role log in on their own (DATABASE_APP_URL, and the same URL with the
+    // service's role as user), as production should: their connections never were the owner. Roles are
+    // cluster-wide; parallel test files may race to create them.
+    for (const role of ROLES) {
+      await admin
+        .query(
+          `DO $$ BEGIN
+             IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '${role}') THEN
+               CREATE ROLE ${role} LOGIN NOSUPERUSER NOBYPASSRLS;
+             ELSE
+               ALTER ROLE ${role} LOGIN;
+             END IF;
+           END $$`,
+        )
+        .catch((err: { code?: string }) => {
+          if (err.code !== '23505' && err.code !== '42710' && err.code !== 'XX000') throw err;
+        });
+    }
   } finally {
     await admin.end();
   }
@@ -66,6 +81,7 @@ export async function provisionTestDatabase(env: NodeJS.ProcessEnv = process.env
       DATABASE_URL: url.toString(),
       DATABASE_APP_URL: appUrl.toString(),
       CURSOR_SECRET: cursorSecret,
+      KEY_ENCRYPTION_KEYS,
       DATA_DIR: 'memory://',
     },
     async drop() {

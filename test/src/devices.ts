@@ -4,6 +4,7 @@
  * identity's active key, carrying `did`). Optionally enables remote actions through the gateway, as the device's
  * local user would.
  */
+import { keyVault } from '@agentgraph/runtime';
 import { randomUUID } from 'node:crypto';
 import { activeSigningKey } from '@agentgraph/identity';
 import { calculateJwkThumbprint, exportJWK, generateKeyPair, SignJWT, type CryptoKey } from 'jose';
@@ -23,7 +24,7 @@ export async function enrolTestDevice(
 ): Promise<TestDevice> {
   const { publicKey, privateKey } = await generateKeyPair('ES256', { extractable: true });
   const jwk = await exportJWK(publicKey);
-  const id = await p.platform.db.transaction(
+  const id = await p.platform.dbs.identity.transaction(
     async (tx) => {
       const r = await tx.query<{ id: string }>(
         `INSERT INTO identity.devices
@@ -35,7 +36,7 @@ export async function enrolTestDevice(
     },
     { 'app.tenant_id': user.tenantId, 'app.principal_id': user.userId },
   );
-  const { kid, key } = await activeSigningKey(p.platform.db);
+  const { kid, key } = await activeSigningKey(p.platform.dbs.identity, keyVault(p.platform.config));
   const iat = Math.floor(Date.now() / 1000);
   const token = await new SignJWT({
     tid: user.tenantId,

@@ -129,7 +129,7 @@ export async function startExactlyOnceBed(tenant: string, seed: number): Promise
       expect(summary).toMatchObject({ done: true, dead: 0 });
 
       const auth = { tenantId: user.tenantId, principalId: user.userId, role: 'OWNER' as const, scopes: [] };
-      const rows = await withTenant(p.platform.db, auth, (tx) =>
+      const rows = await withTenant(p.platform.dbs.coordination, auth, (tx) =>
         tx.query<{ room_id: string; seq: number; body: string }>(
           'SELECT room_id, seq, body FROM coordination.messages ORDER BY room_id, seq',
         ),

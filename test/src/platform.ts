@@ -131,12 +131,12 @@ export async function startTestPlatform(
       if (!owner) {
         const email = `owner.${randomUUID().slice(0, 8)}@${tenant.toLowerCase().replace(/[^a-z0-9]+/g, '-')}.test`;
         const displayName = o.displayName ?? `Owner of ${tenant}`;
-        const r = await bootstrapTenant(platform.db, { tenantName: tenant, email, displayName });
+        const r = await bootstrapTenant(platform.dbs.identity, { tenantName: tenant, email, displayName });
         owner = { tenantId: r.tenantId, userId: r.userId, email, displayName };
         owners.set(tenant, owner);
       }
       const role = o.role ?? 'OWNER';
-      const token = await issueAccessToken(platform.db, served, {
+      const token = await issueAccessToken(platform.dbs.identity, served, {
         tenantId: owner.tenantId,
         userId: owner.userId,
         role,

@@ -72,7 +72,7 @@ export async function startSubgraph(
   const config = configure(
     loadConfig({ ...database.env, HOST: '127.0.0.1', TOKEN_AUDIENCE: AUDIENCE, ...env }),
   );
-  const { db, handle } = await openDatabase(config, [module.migrations]);
+  const { db, handle } = await openDatabase(config, [module.migrations], module.name);
   const { publicKey, privateKey } = await generateKeyPair('ES256');
   const publicJwk = { ...(await exportJWK(publicKey)), kid: 'test-key', alg: 'ES256', use: 'sig' };
   const verifyToken = createTokenVerifier({

@@ -10,6 +10,7 @@ import { randomUUID } from 'node:crypto';
 import { activeSigningKey, bootstrapTenant, issueAccessToken } from '@agentgraph/identity';
 import { SignJWT } from 'jose';
 import {
+  keyVault,
   createLogger,
   loadConfig,
   type Database,
@@ -43,11 +44,13 @@ const config = loadConfig(process.env);
 const log = createLogger({ service: 'bench-subgraphs' }, { level: config.logLevel });
 
 const platform = await startPlatform(config, { log });
-const db: Database = platform.db;
+/** Identity's connections: the seeding below creates the tenant, tokens and devices as identity does. */
+const db: Database = platform.dbs.identity;
 
 /**
- * Counting database round trips (for "statements per request" in the results): the subgraphs all hold this one
- * Database object and look its methods up per call, so wrapping them here sees every query and transaction. A
+ * Counting database round trips (for "statements per request" in the results): each service holds its one
+ * Database object (its own role) and looks its methods up per call, so wrapping them here sees every query and
+ * transaction. A
  * transaction adds BEGIN and COMMIT to the statements its callback runs. Costs an increment and a small object.
  */
 const dbCounts = { transactions: 0, statements: 0, bySql: {} as Record<string, number> };
@@ -58,7 +61,7 @@ const countSql = (sql: string) => {
   if (key === undefined) sqlKeys.set(sql, (key = sql.replace(/\s+/g, ' ').trim().slice(0, 160)));
   dbCounts.bySql[key] = (dbCounts.bySql[key] ?? 0) + 1;
 };
-{
+for (const db of Object.values(platform.dbs)) {
   const query = db.query.bind(db);
   const transaction = db.transaction.bind(db);
   const mutable = db as { -readonly [K in keyof Database]: Database[K] };
@@ -143,7 +146,7 @@ for (let i = 0; i < ROOMS; i++) {
 const devices: { id: string; token: string }[] = [];
 {
   const count = Number(process.env['BENCH_DEVICES'] ?? 0);
-  const { kid, key } = count ? await activeSigningKey(db) : { kid: '', key: null };
+  const { kid, key } = count ? await activeSigningKey(db, keyVault(platform.config)) : { kid: '', key: null };
   const settings = { 'app.tenant_id': boot.tenantId, 'app.principal_id': boot.userId };
   for (let i = 0; i < count; i++) {
     const jwk = {
@@ -184,7 +187,7 @@ const devices: { id: string; token: string }[] = [];
 
 const servers =
   process.env['BENCH_SUBGRAPH_SERVERS'] === '1'
-    ? await startCoordinationServers({ config: served, db, log })
+    ? await startCoordinationServers({ config: served, db: platform.dbs.coordination, log })
     : undefined;
 
 const ready: SubgraphsReady = {

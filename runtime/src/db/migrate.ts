@@ -9,7 +9,8 @@
 import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { DatabaseHandle } from './types.js';
+import { serviceRole, SERVICES, SUBGRAPH_SERVICES, substituteRoles } from './service-roles.js';
+import type { DatabaseHandle, Queryable } from './types.js';
 
 export interface MigrationSet {
   namespace: string;
@@ -96,7 +97,42 @@ CREATE TABLE IF NOT EXISTS runtime.schema_migrations (
   PRIMARY KEY (namespace, version)
 );`;
 
-/** Applies what is pending; returns the migrations it applied. `appRole` is created if missing. */
+/**
+ * The app role and one role per service (service-roles.ts), created if missing as plain NOLOGIN roles (a deployment
+ * may give them logins: ALTER ROLE … LOGIN PASSWORD). The subgraph roles are members of the app role (its shared
+ * grants); the gateway's is not. The migrating role becomes a member of each, so that it may SET ROLE to them.
+ */
+async function ensureRoles(tx: Queryable, appRole: string): Promise<void> {
+  const roles = [appRole, ...SERVICES.map((s) => serviceRole(appRole, s))];
+  for (const role of roles) {
+    await tx.query(`DO $$ BEGIN
+      IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '${role}') THEN
+        CREATE ROLE ${role} NOLOGIN NOSUPERUSER NOBYPASSRLS;
+      END IF;
+    -- Roles are per cluster: migrations of two databases (test files) may create one at the same time.
+    EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL;
+    END $$`);
+    // Membership lets a non-superuser owner SET ROLE; a failure (e.g. already granted otherwise) must not abort the
+    // migration transaction, so it is caught inside the server, not here.
+    await tx.query(`DO $$ BEGIN
+      EXECUTE format('GRANT %I TO CURRENT_USER', '${role}');
+    EXCEPTION WHEN others THEN NULL;
+    END $$`);
+  }
+  for (const s of SUBGRAPH_SERVICES) {
+    const role = serviceRole(appRole, s);
+    await tx.query(`DO $$ BEGIN
+      IF NOT pg_has_role('${role}', '${appRole}', 'MEMBER') THEN
+        EXECUTE format('GRANT %I TO %I', '${appRole}', '${role}');
+      END IF;
+    EXCEPTION WHEN others THEN
+      -- Another database's migration granting it at the same moment; checked below.
+      IF NOT pg_has_role('${role}', '${appRole}', 'MEMBER') THEN RAISE; END IF;
+    END $$`);
+  }
+}
+
+/** Applies what is pending; returns the migrations it applied. The app and service roles are created if missing. */
 export async function migrate(
   handle: DatabaseHandle,
   sets: MigrationSet[],
@@ -106,17 +142,7 @@ export async function migrate(
   const applied: Migration[] = [];
   await handle.owner.transaction(async (tx) => {
     await tx.query('SELECT pg_advisory_xact_lock(7355608)');
-    await tx.query(`DO $$ BEGIN
-      IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '${appRole}') THEN
-        CREATE ROLE ${appRole} NOLOGIN NOSUPERUSER NOBYPASSRLS;
-      END IF;
-    END $$`);
-    // Membership lets a non-superuser owner SET ROLE; a failure (e.g. already granted otherwise) must not abort the
-    // migration transaction, so it is caught inside the server, not here.
-    await tx.query(`DO $$ BEGIN
-      EXECUTE format('GRANT %I TO CURRENT_USER', '${appRole}');
-    EXCEPTION WHEN others THEN NULL;
-    END $$`);
+    await ensureRoles(tx, appRole);
     for (const stmt of BOOTSTRAP.split(';').filter((s) => s.trim())) await tx.query(stmt);
     const done = await tx.query<{ namespace: string; version: number; checksum: string }>(
       'SELECT namespace, version, checksum FROM runtime.schema_migrations',
@@ -140,7 +166,7 @@ export async function migrate(
         [m.namespace, m.version],
       );
       if (exists.rowCount > 0) return;
-      const sql = m.sql.replaceAll(':app_role', appRole);
+      const sql = substituteRoles(m.sql, appRole);
       await execScript(tx, sql);
       await tx.query(
         'INSERT INTO runtime.schema_migrations (namespace, version, name, checksum) VALUES ($1, $2, $3, $4)',

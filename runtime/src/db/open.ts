@@ -5,6 +5,7 @@ import { openPglite } from './pglite.js';
 import { openFromTemplate } from './pglite-template.js';
 import { openPostgres } from './postgres.js';
 import type { Database, DatabaseHandle } from './types.js';
+import type { Service } from './service-roles.js';
 
 export const runtimeMigrations: MigrationSet = {
   namespace: 'runtime',
@@ -14,13 +15,20 @@ export const runtimeMigrations: MigrationSet = {
 export async function openHandle(config: Pick<Config, 'database' | 'appRole'>): Promise<DatabaseHandle> {
   return config.database.driver === 'pglite'
     ? openPglite(config.database.dataDir, config.appRole)
-    : openPostgres(config.database.url, config.database.poolSize, config.appRole, config.database.appUrl);
+    : openPostgres(config.database.url, config.database.poolSize, config.appRole, {
+        app: config.database.appUrl,
+        services: config.database.serviceUrls,
+      });
 }
 
-/** Open, migrate (runtime first, then the given sets) and switch to the app role. */
+/**
+ * Open, migrate (runtime first, then the given sets) and hand back the connections of `service` as its own role
+ * (without one: the shared app role, which reaches only the runtime's tables).
+ */
 export async function openDatabase(
   config: Pick<Config, 'database' | 'appRole'>,
   sets: MigrationSet[],
+  service?: Service,
 ): Promise<{ db: Database; handle: DatabaseHandle }> {
   const all = [runtimeMigrations, ...sets];
   const d = config.database;
@@ -32,7 +40,7 @@ export async function openDatabase(
   try {
     await migrate(handle, all, config.appRole);
     await templated?.save();
-    return { db: await handle.app(), handle };
+    return { db: await handle.app(service), handle };
   } catch (err) {
     await handle.close().catch(() => undefined);
     throw err;

@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import type { Database, DatabaseHandle, Queryable, QueryResult } from './types.js';
 import { assertChannel, assertSettingNames } from './types.js';
+import { serviceRole, type Service } from './service-roles.js';
 
 function wrap(q: { query: PGlite['query'] }): Queryable {
   return {
@@ -86,18 +87,23 @@ export async function openPglite(
     unlock();
   };
   const base = wrap(pg);
-  const transaction: Database['transaction'] = (fn, settings) =>
-    pg.transaction(async (tx) => {
-      if (settings) {
-        assertSettingNames(settings);
-        const names = Object.keys(settings);
-        await tx.query(
-          `SELECT ${names.map((n, i) => `set_config('${n}', $${i + 1}, true)`).join(', ')}`,
-          Object.values(settings),
-        );
-      }
-      return fn(wrap(tx));
-    });
+  /** `role`: the transaction runs as that role (SET LOCAL ROLE, sent with the settings in one statement). */
+  const transactionAs =
+    (role: string | null): Database['transaction'] =>
+    (fn, settings) =>
+      pg.transaction(async (tx) => {
+        if (settings) assertSettingNames(settings);
+        const all = { ...(role ? { role } : {}), ...settings };
+        const names = Object.keys(all);
+        if (names.length > 0) {
+          await tx.query(
+            `SELECT ${names.map((n, i) => `set_config('${n}', $${i + 1}, true)`).join(', ')}`,
+            Object.values(all),
+          );
+        }
+        return fn(wrap(tx));
+      });
+  const transaction = transactionAs(null);
   // One session serves both: once app() ran, the session's role is the app role, so an owner transaction takes
   // the session user's (owner's) role back for its own duration only (SET LOCAL ends with the transaction).
   const ownerTransaction: Database['transaction'] = (fn, settings) =>
@@ -106,28 +112,55 @@ export async function openPglite(
       return fn(tx);
     }, settings);
   let app: Database | null = null;
+  const views = new Map<string, Database>();
+  const listen: Database['listen'] = async (channel, onNotify) => {
+    assertChannel(channel);
+    const unsub = await pg.listen(channel, onNotify);
+    return async () => {
+      await unsub();
+    };
+  };
+  const ping = async () => {
+    await pg.query('select 1');
+  };
+  const appDb = async (): Promise<Database> => {
+    if (app) return app;
+    await pg.exec(`SET ROLE ${appRole}`);
+    app = { driver: 'pglite', ...base, transaction, listen, ping, close: closeOnce };
+    return app;
+  };
+  /**
+   * A service's view of the one session (the session's own role stays the app role): every statement runs in a
+   * transaction that takes the service's role for itself (`set_config('role', …, true)`, i.e. SET LOCAL ROLE), so
+   * the grants of that role, and only those, apply, as on a server where the service logs in as its role.
+   */
+  const serviceDb = (service: Service): Database => {
+    const role = serviceRole(appRole, service);
+    const inRole = transactionAs(role);
+    return {
+      driver: 'pglite',
+      async query(sql, params) {
+        return inRole((tx) => tx.query(sql, params));
+      },
+      transaction: inRole,
+      listen,
+      ping,
+      close: closeOnce,
+    };
+  };
   return {
-    owner: { ...base, transaction: ownerTransaction },
-    async app() {
-      if (app) return app;
-      await pg.exec(`SET ROLE ${appRole}`);
-      app = {
-        driver: 'pglite',
-        ...base,
-        transaction,
-        async listen(channel, onNotify) {
-          assertChannel(channel);
-          const unsub = await pg.listen(channel, onNotify);
-          return async () => {
-            await unsub();
-          };
-        },
-        async ping() {
-          await pg.query('select 1');
-        },
-        close: closeOnce,
-      };
-      return app;
+    // Once the session took the app role, an owner statement runs in an owner transaction of its own.
+    owner: {
+      query: (sql, params) =>
+        app ? ownerTransaction((tx) => tx.query(sql, params)) : base.query(sql, params),
+      transaction: ownerTransaction,
+    },
+    async app(service) {
+      await appDb();
+      if (!service) return app!;
+      let view = views.get(service);
+      if (!view) views.set(service, (view = serviceDb(service)));
+      return view;
     },
     close: closeOnce,
     async dump() {

@@ -6,6 +6,7 @@
 import pg from 'pg';
 import type { Database, DatabaseHandle, NotificationHandler, Queryable, QueryResult } from './types.js';
 import { assertChannel, assertSettingNames } from './types.js';
+import { serviceRole, type Service } from './service-roles.js';
 
 /**
  * Statements with parameters go as named (prepared) statements: each connection parses and plans a text once, then
@@ -166,27 +167,51 @@ class Listener {
 }
 
 /**
- * `appUrl`: the app role's own login. With it, requests run on connections that never were the owner, so not even
- * `RESET ROLE` (after a SQL injection, say) can leave the app role. Without it (development, tests without a login
- * for the role), the app connections log in as the owner and take the role as a startup parameter.
+ * The app connections log in as their role when the deployment gives it a login: `DATABASE_APP_URL` (the app role;
+ * for a service, the same URL with the service's role as user name) or `DATABASE_<SERVICE>_URL`. Such connections
+ * never were the owner, so not even `RESET ROLE` (after a SQL injection, say) can leave the role. Without one
+ * (development, tests without logins), they log in as the owner and take the role as a startup parameter.
  */
-/** DATABASE_APP_URL must log in as the app role, and that role must not be able to become anything more. */
-async function assertOwnLogin(pool: pg.Pool, appRole: string): Promise<void> {
+export interface AppLogins {
+  /** DATABASE_APP_URL */
+  app: string | null;
+  /** DATABASE_<SERVICE>_URL */
+  services?: Partial<Record<Service, string>>;
+}
+
+function loginFor(logins: AppLogins, role: string, service: Service | undefined): string | null {
+  const own = service ? logins.services?.[service] : undefined;
+  if (own) return own;
+  if (!logins.app) return null;
+  if (!service) return logins.app;
+  const u = new URL(logins.app);
+  u.username = role;
+  return u.toString();
+}
+
+/**
+ * A login of a role must be that role and unable to become anything more: not a superuser, no BYPASSRLS, and a
+ * member of no role but the app role (whose shared grants the subgraph roles inherit).
+ */
+async function assertOwnLogin(pool: pg.Pool, role: string, appRole: string, variable: string): Promise<void> {
   const r = await pool.query<{ session_user: string; super: boolean; bypass: boolean; escalates: boolean }>(
     `SELECT session_user::text AS session_user, r.rolsuper AS super, r.rolbypassrls AS bypass,
-            EXISTS (SELECT 1 FROM pg_auth_members m WHERE m.member = r.oid) AS escalates
+            EXISTS (SELECT 1 FROM pg_auth_members m JOIN pg_roles g ON g.oid = m.roleid
+                     WHERE m.member = r.oid AND (g.rolname <> $1 OR g.rolsuper OR g.rolbypassrls
+                        OR EXISTS (SELECT 1 FROM pg_auth_members m2 WHERE m2.member = g.oid))) AS escalates
        FROM pg_roles r WHERE r.rolname = session_user`,
+    [appRole],
   );
   const row = r.rows[0];
-  if (!row || row.session_user !== appRole) {
+  if (!row || row.session_user !== role) {
     throw new Error(
-      `DATABASE_APP_URL logs in as "${row?.session_user ?? '?'}", not as the app role "${appRole}". ` +
-        `Point it at a login of ${appRole} (ALTER ROLE ${appRole} LOGIN PASSWORD '…').`,
+      `${variable} logs in as "${row?.session_user ?? '?'}", not as the role "${role}". ` +
+        `Point it at a login of ${role} (ALTER ROLE ${role} LOGIN PASSWORD '…').`,
     );
   }
   if (row.super || row.bypass || row.escalates) {
     throw new Error(
-      `The app role "${appRole}" is a superuser, bypasses RLS or is a member of another role; ` +
+      `The role "${role}" is a superuser, bypasses RLS or is a member of a role other than ${appRole}; ` +
         'it must be a plain login that owns nothing.',
     );
   }
@@ -196,7 +221,7 @@ export async function openPostgres(
   url: string,
   poolSize: number,
   appRole: string,
-  appUrl: string | null = null,
+  logins: AppLogins = { app: null },
 ): Promise<DatabaseHandle> {
   const ownerPool = new pg.Pool({
     connectionString: url,
@@ -204,49 +229,62 @@ export async function openPostgres(
     connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
   });
   ownerPool.on('error', () => undefined);
-  let appDb: Database | null = null;
-  let appPool: pg.Pool | null = null;
-  let listener: Listener | null = null;
+  const opened = new Map<string, Promise<{ db: Database; close(): Promise<void> }>>();
+  const open = async (service: Service | undefined) => {
+    const role = service ? serviceRole(appRole, service) : appRole;
+    const login = loginFor(logins, role, service);
+    // The role is a startup parameter: a connection that cannot take it fails instead of running as owner.
+    const pool = login
+      ? new pg.Pool({ connectionString: login, max: poolSize, connectionTimeoutMillis: CONNECT_TIMEOUT_MS })
+      : new pg.Pool({
+          connectionString: url,
+          max: poolSize,
+          options: `-c role=${role}`,
+          connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+        });
+    pool.on('error', () => undefined);
+    const listener = new Listener(login ?? url, login ? null : role);
+    const close = async () => {
+      await listener.close();
+      await pool.end().catch(() => undefined);
+    };
+    try {
+      if (login) {
+        const variable = service && logins.services?.[service] ? `DATABASE_${service.toUpperCase()}_URL` : 'DATABASE_APP_URL';
+        await assertOwnLogin(pool, role, appRole, variable);
+      }
+    } catch (err) {
+      await close();
+      throw err;
+    }
+    const db: Database = {
+      driver: 'postgres',
+      ...wrap(pool),
+      transaction: transactionOn(pool),
+      listen: (c, h, r) => listener.listen(c, h, r),
+      async ping() {
+        await pool.query('select 1');
+      },
+      close,
+    };
+    return { db, close };
+  };
   return {
     owner: { ...wrap(ownerPool), transaction: transactionOn(ownerPool) },
-    async app() {
-      if (appDb) return appDb;
-      // The role is a startup parameter: a connection that cannot take it fails instead of running as owner.
-      appPool = appUrl
-        ? new pg.Pool({
-            connectionString: appUrl,
-            max: poolSize,
-            connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
-          })
-        : new pg.Pool({
-            connectionString: url,
-            max: poolSize,
-            options: `-c role=${appRole}`,
-            connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
-          });
-      appPool.on('error', () => undefined);
-      const pool = appPool;
-      if (appUrl) await assertOwnLogin(pool, appRole);
-      listener = new Listener(appUrl ?? url, appUrl ? null : appRole);
-      const l = listener;
-      appDb = {
-        driver: 'postgres',
-        ...wrap(pool),
-        transaction: transactionOn(pool),
-        listen: (c, h, r) => l.listen(c, h, r),
-        async ping() {
-          await pool.query('select 1');
-        },
-        async close() {
-          await l.close();
-          await pool.end();
-        },
-      };
-      return appDb;
+    async app(service) {
+      const key = service ?? '';
+      let entry = opened.get(key);
+      if (!entry) {
+        entry = open(service);
+        opened.set(key, entry);
+        entry.catch(() => opened.delete(key));
+      }
+      return (await entry).db;
     },
     async close() {
-      await listener?.close();
-      await appPool?.end().catch(() => undefined);
+      const all = [...opened.values()];
+      opened.clear();
+      for (const e of all) await e.then((x) => x.close()).catch(() => undefined);
       await ownerPool.end().catch(() => undefined);
     },
   };

@@ -1,4 +1,5 @@
 /** The database contract both drivers (PGlite in-process, PostgreSQL through pg) implement with the same SQL. */
+import type { Service } from './service-roles.js';
 
 export interface QueryResult<Row> {
   rows: Row[];
@@ -44,12 +45,15 @@ export interface Database extends Queryable {
   close(): Promise<void>;
 }
 
-/** The owner connection migrations run on; the app then works as the non-owner role. */
+/** The owner connection migrations run on; the app then works as the non-owner roles. */
 export interface DatabaseHandle {
   /** Owner privileges: migrations only. */
   owner: Queryable & { transaction: Database['transaction'] };
-  /** Switches the app connections to the non-owner role and returns them. Call after migrations. */
-  app(): Promise<Database>;
+  /**
+   * The connections of one service, as that service's own role (`service-roles.ts`), or without a service as the
+   * shared app role (the runtime's own tables only). Call after migrations; one `Database` per role, reused.
+   */
+  app(service?: Service): Promise<Database>;
   close(): Promise<void>;
 }
 

@@ -7,13 +7,21 @@
  * repository, read-only). Background: the analysis queue and the scheduled timestamp re-signing.
  */
 import { join } from 'node:path';
-import { schemaFileOf, type Database, type Logger, type SubgraphModule } from '@agentgraph/runtime';
+import {
+  keyVault,
+  schemaFileOf,
+  type Database,
+  type KeyVault,
+  type Logger,
+  type SubgraphModule,
+} from '@agentgraph/runtime';
 import { createAnalysisRunner, type AnalysisRunner } from './analysis/runner.js';
 import { DEFAULT_SANDBOX_LIMITS, type SandboxLimits } from './analyzer/run-sandbox.js';
 import { DirectoryPackageStore, type PackageStore } from './packages/package-store.js';
 import { MAX_PACKAGE_BYTES, UPLOAD_PATH, uploadRoute } from './packages/upload-route.js';
 import { catalogPrincipals } from './principals.js';
 import { createResolvers } from './resolvers.js';
+import { sealStoredCatalogKeys } from './tuf/keys.js';
 import { startRefresher } from './tuf/refresher.js';
 import { DEFAULT_TUF_SETTINGS, type TufSettings } from './tuf/repository.js';
 import { TUF_PREFIX, tufRoute } from './tuf/serve-route.js';
@@ -40,7 +48,7 @@ export interface CatalogHandle {
   /** The analysis queue of the running server (after it started). */
   analysis(): AnalysisRunner;
   /** The database and log the server runs with (after it started). */
-  deps(): { db: Database; log: Logger };
+  deps(): { db: Database; log: Logger; vault: KeyVault };
 }
 
 export function createCatalogSubgraph(opts: CatalogOptions = {}): SubgraphModule & CatalogHandle {
@@ -54,10 +62,10 @@ export function createCatalogSubgraph(opts: CatalogOptions = {}): SubgraphModule
   const tuf = (): TufSettings => ({ ...DEFAULT_TUF_SETTINGS, ...opts.tuf });
   const poll = opts.pollIntervalMs ?? 5_000;
   let runner: AnalysisRunner | null = null;
-  let running: { db: Database; log: Logger } | null = null;
-  const runnerFor = (db: Database, log: Logger) => {
-    running ??= { db, log };
-    runner ??= createAnalysisRunner({ db, log, store, now, limits });
+  let running: { db: Database; log: Logger; vault: KeyVault } | null = null;
+  const runnerFor = (db: Database, log: Logger, vault: KeyVault) => {
+    running ??= { db, log, vault };
+    runner ??= createAnalysisRunner({ db, log, vault, store, now, limits });
     return runner;
   };
 
@@ -72,7 +80,7 @@ export function createCatalogSubgraph(opts: CatalogOptions = {}): SubgraphModule
     }),
     migrations: { namespace: 'catalog', dir: new URL('../migrations', import.meta.url).pathname },
     principals: catalogPrincipals,
-    routes: ({ db, log, verifyToken }) => {
+    routes: ({ config, db, log, verifyToken }) => {
       const upload = uploadRoute({
         db,
         log,
@@ -81,7 +89,7 @@ export function createCatalogSubgraph(opts: CatalogOptions = {}): SubgraphModule
         now,
         maxBytes: opts.maxPackageBytes ?? MAX_PACKAGE_BYTES,
         uploaded: () => {
-          if (opts.analyseOnUpload !== false) runnerFor(db, log).kick();
+          if (opts.analyseOnUpload !== false) runnerFor(db, log, keyVault(config)).kick();
         },
       });
       const serve = tufRoute({ db, store });
@@ -95,14 +103,29 @@ export function createCatalogSubgraph(opts: CatalogOptions = {}): SubgraphModule
         },
       };
     },
-    background: ({ db, log }) => {
-      const queue = runnerFor(db, log);
-      if (poll === 0) return () => queue.stop();
+    background: ({ config, db, log }) => {
+      const vault = keyVault(config);
+      // Stored private keys not sealed under the active key-encryption key (from before encryption, or an older
+      // KEK) are sealed first; signing opens only sealed keys.
+      const sealing = sealStoredCatalogKeys(db, vault).then(
+        (sealed) => {
+          if (sealed > 0)
+            log.info('stored catalog keys sealed with the active key-encryption key', { sealed });
+        },
+        (error: unknown) => log.error('stored catalog keys could not be sealed', { error }),
+      );
+      const queue = runnerFor(db, log, vault);
+      if (poll === 0)
+        return async () => {
+          await sealing;
+          await queue.stop();
+        };
       // Orphaned analyses (their process died) are claimed again once stale; a restart drains the queue at once.
       queue.kick();
       const timer = setInterval(() => queue.kick(), poll).unref();
-      const stopRefresher = startRefresher({ db, log, now, settings: tuf(), intervalMs: poll });
+      const stopRefresher = startRefresher({ db, log, now, settings: tuf(), vault, intervalMs: poll });
       return async () => {
+        await sealing;
         clearInterval(timer);
         await stopRefresher();
         await queue.stop();
@@ -130,5 +153,6 @@ export {
 } from './analyzer/run-sandbox.js';
 export { DEFAULT_TUF_SETTINGS, type TufSettings } from './tuf/repository.js';
 export { refreshRepositories } from './tuf/refresher.js';
+export { sealStoredCatalogKeys } from './tuf/keys.js';
 export { MAX_PACKAGE_BYTES, UPLOAD_PATH } from './packages/upload-route.js';
 export { TUF_PREFIX } from './tuf/serve-route.js';

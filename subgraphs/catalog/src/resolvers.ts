@@ -6,6 +6,7 @@ import {
   DateTimeScalar,
   anyKey,
   idempotentMutation,
+  keyVault,
   keysetPage,
   timeKey,
   loaderFor,
@@ -67,7 +68,13 @@ async function targetPathOf(ctx: SubgraphContext, releaseId: string): Promise<st
 const upper = (c: ChannelName | null): Channel | null => (c ? (c.toUpperCase() as Channel) : null);
 const lowerRole = (r: TufRole) => r.toLowerCase() as Lowercase<TufRole>;
 
-export function createResolvers(deps: review.ReviewDeps): Resolvers {
+export function createResolvers(settings: Omit<review.ReviewDeps, 'vault'>): Resolvers {
+  /** What a review decision needs: the settings of now, and the server's key-encryption keys for the TUF keys. */
+  const reviewDeps = (ctx: SubgraphContext): review.ReviewDeps => ({
+    now: settings.now,
+    tuf: settings.tuf,
+    vault: keyVault(ctx.config),
+  });
   return {
     DateTime: DateTimeScalar,
 
@@ -132,41 +139,41 @@ export function createResolvers(deps: review.ReviewDeps): Resolvers {
         requireReviewer(ctx.auth, 'approve releases');
         const { releaseId } = parseArgs(ReleaseIdArgs, args);
         return idempotentMutation(ctx, 'Mutation.approveRelease', args, async (tx, auth) => ({
-          release: await review.approve(tx, auth, releaseId, deps),
+          release: await review.approve(tx, auth, releaseId, reviewDeps(ctx)),
         }));
       },
       rejectRelease: (_parent, args, ctx) => {
         requireReviewer(ctx.auth, 'reject releases');
         const { releaseId, reason } = parseArgs(ReleaseReasonArgs, args);
         return idempotentMutation(ctx, 'Mutation.rejectRelease', args, async (tx, auth) => ({
-          release: await review.reject(tx, auth, releaseId, reason, deps),
+          release: await review.reject(tx, auth, releaseId, reason, reviewDeps(ctx)),
         }));
       },
       appealRelease: (_parent, args, ctx) => {
         requireReader(ctx.auth);
         const { releaseId, reason } = parseArgs(ReleaseReasonArgs, args);
         return idempotentMutation(ctx, 'Mutation.appealRelease', args, async (tx, auth) => ({
-          release: await review.appeal(tx, auth, releaseId, reason, deps),
+          release: await review.appeal(tx, auth, releaseId, reason, reviewDeps(ctx)),
         }));
       },
       promoteRelease: (_parent, args, ctx) => {
         requireReviewer(ctx.auth, 'promote releases');
         const { releaseId } = parseArgs(ReleaseIdArgs, args);
         return idempotentMutation(ctx, 'Mutation.promoteRelease', args, async (tx, auth) => ({
-          release: await review.promote(tx, auth, releaseId, deps),
+          release: await review.promote(tx, auth, releaseId, reviewDeps(ctx)),
         }));
       },
       revokeRelease: (_parent, args, ctx) => {
         requireReviewer(ctx.auth, 'revoke releases');
         const { releaseId, reason } = parseArgs(ReleaseReasonArgs, args);
         return idempotentMutation(ctx, 'Mutation.revokeRelease', args, async (tx, auth) => ({
-          release: await review.revoke(tx, auth, releaseId, reason, deps),
+          release: await review.revoke(tx, auth, releaseId, reason, reviewDeps(ctx)),
         }));
       },
       rotateTufKey: (_parent, args, ctx) => {
         requireReviewer(ctx.auth, 'rotate signing keys');
         return idempotentMutation(ctx, 'Mutation.rotateTufKey', args, async (tx, auth) => {
-          const r = await review.rotate(tx, auth, lowerRole(args.role), deps);
+          const r = await review.rotate(tx, auth, lowerRole(args.role), reviewDeps(ctx));
           return { role: args.role, rootVersion: r.rootVersion };
         });
       },

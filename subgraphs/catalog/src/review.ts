@@ -7,7 +7,14 @@
  * - promote (alpha → beta → stable) and revoke (APPROVED → REVOKED, target removed): ADMIN or OWNER;
  * - rotate a TUF role's keys: OWNER.
  */
-import { AppError, badInput, notFound, type AuthContext, type Queryable } from '@agentgraph/runtime';
+import {
+  AppError,
+  badInput,
+  notFound,
+  type AuthContext,
+  type KeyVault,
+  type Queryable,
+} from '@agentgraph/runtime';
 import type { ChannelName, ReleaseModel } from './models.js';
 import { lockRelease, recordEvent, setReleaseState, type LockedRelease } from './pipeline-store.js';
 import { CHANNELS, type TufRole } from './tuf/keys.js';
@@ -22,6 +29,8 @@ import {
 export interface ReviewDeps {
   now: () => Date;
   tuf: TufSettings;
+  /** Seals and opens the tenant's stored TUF keys (the server's key-encryption keys). */
+  vault: KeyVault;
 }
 
 function strip(r: LockedRelease): ReleaseModel {
@@ -54,7 +63,7 @@ export async function approve(tx: Queryable, auth: AuthContext, id: string, deps
   const release = await load(tx, id, 'IN_REVIEW', 'approved');
   separationOfDuties(auth, release, 'approve');
   const now = deps.now();
-  const repo = await openRepository(tx, auth.tenantId, now, deps.tuf);
+  const repo = await openRepository(tx, auth.tenantId, now, deps.tuf, deps.vault);
   const channel: ChannelName = 'alpha';
   const pkg = release.package!;
   await tx.query(
@@ -103,7 +112,7 @@ export async function promote(tx: Queryable, auth: AuthContext, id: string, deps
   const next = CHANNELS[CHANNELS.indexOf(from) + 1];
   if (!next) throw badInput('The release is already in the stable channel; there is no channel after it.');
   const now = deps.now();
-  const repo = await openRepository(tx, auth.tenantId, now, deps.tuf);
+  const repo = await openRepository(tx, auth.tenantId, now, deps.tuf, deps.vault);
   await tx.query(`UPDATE catalog.tuf_targets SET channel = $2, path = $3 WHERE release_id = $1`, [
     release.id,
     next,
@@ -119,7 +128,7 @@ export async function revoke(tx: Queryable, auth: AuthContext, id: string, reaso
   const release = await load(tx, id, 'APPROVED', 'revoked');
   const from = release.channel!;
   const now = deps.now();
-  const repo = await openRepository(tx, auth.tenantId, now, deps.tuf);
+  const repo = await openRepository(tx, auth.tenantId, now, deps.tuf, deps.vault);
   await tx.query(`DELETE FROM catalog.tuf_targets WHERE release_id = $1`, [release.id]);
   await publishChannels(tx, repo, [from], now, deps.tuf);
   await setReleaseState(tx, release.id, 'REVOKED', now, { reason });
@@ -138,7 +147,7 @@ export async function rotate(tx: Queryable, auth: AuthContext, role: TufRole, de
     );
   }
   const now = deps.now();
-  const repo = await openRepository(tx, auth.tenantId, now, deps.tuf);
-  await rotateRole(tx, repo, role, now, deps.tuf);
+  const repo = await openRepository(tx, auth.tenantId, now, deps.tuf, deps.vault);
+  await rotateRole(tx, repo, role, now, deps.tuf, deps.vault);
   return { role, rootVersion: repo.versions.root };
 }

@@ -2,11 +2,17 @@
  * The coordination subgraph: rooms and their message logs, and signed command intents for devices, with their
  * live streams (schemas/coordination.graphql). Served in-process by `npm start` or alone by src/main.ts.
  */
-import { schemaFileOf, sendJson, type SubgraphModule } from '@agentgraph/runtime';
+import { keyVault, schemaFileOf, sendJson, type SubgraphModule } from '@agentgraph/runtime';
 import { createEmergencyResolvers } from './emergency/resolvers.js';
 import { createEmergencyWatch } from './emergency/watch.js';
 import { createDeviceDirectory } from './intents/device-directory.js';
-import { INTENT_JWKS_PATH, ensureIntentKeys, publishedIntentJwks, rotateIntentKey } from './intents/keys.js';
+import {
+  INTENT_JWKS_PATH,
+  ensureIntentKeys,
+  publishedIntentJwks,
+  rotateIntentKey,
+  sealStoredIntentKeys,
+} from './intents/keys.js';
 import { createIntentResolvers } from './intents/resolvers.js';
 import { startIntentSweeper } from './intents/sweeper.js';
 import { coordinationMigrations } from './migrations.js';
@@ -67,18 +73,25 @@ export function createCoordinationSubgraph(opts: CoordinationOptions = {}): Subg
     }),
     // The emergency stop ends this server's open streams of a stopped tenant (or all, for the global stop).
     streamStop: ({ db, log }) => createEmergencyWatch({ db, log, refreshMs: opts.emergencyRefreshMs }),
-    background: ({ db, log }) => {
+    background: ({ config, db, log }) => {
       const stopSweeper =
         opts.sweepIntervalMs === 0
           ? async () => undefined
           : startIntentSweeper({ db, log, now, intervalMs: opts.sweepIntervalMs });
       // Keys: make sure an active and a pending key exist, then rotate when the active one is old enough.
       const rotateAfter = opts.keyRotationSeconds ?? 30 * 24 * 3600;
-      let keys: Promise<unknown> = ensureIntentKeys(db).catch((error: unknown) =>
-        log.error('intent keys could not be created', { error }),
-      );
+      // Stored private halves not sealed under the active key-encryption key (from before encryption, or an older
+      // KEK) are sealed first.
+      const vault = keyVault(config);
+      let keys: Promise<unknown> = sealStoredIntentKeys(db, vault)
+        .then((sealed) => {
+          if (sealed > 0)
+            log.info('stored intent keys sealed with the active key-encryption key', { sealed });
+          return ensureIntentKeys(db, vault);
+        })
+        .catch((error: unknown) => log.error('intent keys could not be created', { error }));
       const timer = setInterval(() => {
-        keys = rotateIntentKey(db, rotateAfter).catch((error: unknown) =>
+        keys = rotateIntentKey(db, vault, rotateAfter).catch((error: unknown) =>
           log.error('intent key rotation failed', { error }),
         );
       }, KEY_CHECK_MS).unref();
@@ -97,7 +110,13 @@ export { MESSAGES_CHANNEL, type MessageNotification } from './store.js';
 export type { MessageModel, RoomModel } from './models.js';
 export { INTENTS_CHANNEL, type IntentNotification } from './intents/store.js';
 export type { IntentEventModel, IntentModel } from './intents/models.js';
-export { INTENT_JWKS_PATH, ensureIntentKeys, publishedIntentJwks, rotateIntentKey } from './intents/keys.js';
+export {
+  INTENT_JWKS_PATH,
+  ensureIntentKeys,
+  publishedIntentJwks,
+  rotateIntentKey,
+  sealStoredIntentKeys,
+} from './intents/keys.js';
 export { INTENT_TYP, REPORT_TYP, intentIssuer } from './intents/jws.js';
 export { TRANSITIONS, checkTransition, type IntentState } from './intents/machine.js';
 export { purgeIntentBookkeeping, sweepIntents, type SweepResult } from './intents/sweeper.js';

@@ -83,7 +83,7 @@ export async function startHarness(): Promise<Harness> {
     { service: 'coordination-test' },
     { level: 'error', write: (l) => errorLogs.push(l) },
   );
-  const { db, handle } = await openDatabase(config, [coordinationSubgraph.migrations]);
+  const { db, handle } = await openDatabase(config, [coordinationSubgraph.migrations], 'coordination');
 
   // Count the streams' listeners so tests can await their release instead of sleeping (the server's own
   // emergency-stop listener lives as long as the server and is not counted).
@@ -174,7 +174,7 @@ export async function startHarness(): Promise<Harness> {
     },
     closeServer,
     async startReplica() {
-      const replica = await openDatabase(config, [coordinationSubgraph.migrations]);
+      const replica = await openDatabase(config, [coordinationSubgraph.migrations], 'coordination');
       const server = await serveSubgraph(coordinationSubgraph, {
         config,
         db: replica.db,

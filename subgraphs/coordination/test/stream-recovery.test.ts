@@ -30,7 +30,7 @@ beforeAll(async () => {
   testDb = await provisionTestDatabase();
   ({ db, handle } = await openDatabase(loadConfig({ ...testDb.env, LOG_LEVEL: 'error' }), [
     coordinationSubgraph.migrations,
-  ]));
+  ], 'coordination'));
 });
 afterAll(async () => {
   await handle?.close();

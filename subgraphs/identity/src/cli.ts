@@ -22,6 +22,7 @@ import {
   AppError,
   ConfigError,
   embeddedDatabaseInUse,
+  keyVault,
   loadConfig,
   migrate,
   openHandle,
@@ -354,7 +355,7 @@ async function prepare(
           );
         }
         const hash = password ? await hashPassword(password) : null;
-        await ensureSigningKey(db);
+        await ensureSigningKey(db, keyVault(config));
         const { tenantId, userId } = await bootstrapTenant(db, input, async (tx) => {
           if (hash) {
             await tx.query('SELECT identity.set_user_password($1, $2, true)', [input.email, hash]);
@@ -407,9 +408,9 @@ async function prepare(
       };
     }
     case 'rotate-keys':
-      return async (db) => {
-        const { kid } = await rotateSigningKey(db);
-        const keys = await issuerKeys(db);
+      return async (db, config) => {
+        const { kid } = await rotateSigningKey(db, keyVault(config));
+        const keys = await issuerKeys(db, keyVault(config));
         return { kid, keys: keys.map((k) => ({ kid: k.kid, state: k.state })) };
       };
     case 'add-member': {

@@ -3,8 +3,8 @@
  * and the public capabilities query. See ../README.md.
  */
 import { fileURLToPath } from 'node:url';
-import { schemaFileOf, type MigrationSet, type SubgraphModule } from '@agentgraph/runtime';
-import { ensureSigningKey } from './keys.js';
+import { keyVault, schemaFileOf, type MigrationSet, type SubgraphModule } from '@agentgraph/runtime';
+import { ensureSigningKey, sealStoredSigningKeys } from './keys.js';
 import { identityPrincipals } from './principals.js';
 import { resolvers } from './resolvers.js';
 import { identityRoutes } from './routes.js';
@@ -21,12 +21,23 @@ export const identitySubgraph: SubgraphModule = {
   migrations: identityMigrations,
   routes: identityRoutes,
   principals: identityPrincipals,
-  background({ db, log }) {
-    // On start: make sure a signing key exists before the first token or JWKS request needs one.
-    const ready = ensureSigningKey(db).then(
-      ({ kid, created }) => log.info(created ? 'signing key created' : 'signing key ready', { kid }),
-      (error: unknown) => log.error('could not ensure a signing key; token issuance will retry', { error }),
-    );
+  background({ config, db, log }) {
+    // On start: seal stored private keys that are not sealed under the active key-encryption key (keys from before
+    // encryption, or a KEK rotation), then make sure a signing key exists before the first token or JWKS request.
+    const vault = keyVault(config);
+    const ready = sealStoredSigningKeys(db, vault)
+      .then((sealed) => {
+        if (sealed > 0)
+          log.info('stored signing keys sealed with the active key-encryption key', {
+            sealed,
+            kek: vault.activeId,
+          });
+        return ensureSigningKey(db, vault);
+      })
+      .then(
+        ({ kid, created }) => log.info(created ? 'signing key created' : 'signing key ready', { kid }),
+        (error: unknown) => log.error('could not ensure a signing key; token issuance will retry', { error }),
+      );
     return async () => {
       await ready;
     };
@@ -35,7 +46,13 @@ export const identitySubgraph: SubgraphModule = {
 
 export { bootstrapTenant, ensureDevelopmentTenant, DEVELOPMENT_TENANT } from './bootstrap.js';
 export type { BootstrapTenantInput, BootstrapTenantResult, DevelopmentTenant } from './bootstrap.js';
-export { activeSigningKey, ensureSigningKey, generateSigningKey, publishedJwks } from './keys.js';
+export {
+  activeSigningKey,
+  ensureSigningKey,
+  generateSigningKey,
+  publishedJwks,
+  sealStoredSigningKeys,
+} from './keys.js';
 export { ACCESS_TOKEN_TTL_SECONDS, issueAccessToken } from './tokens.js';
 export type { AccessTokenSubject } from './tokens.js';
 export { DEV_TOKEN_PATH, JWKS_PATH, identityRoutes, isLoopback } from './routes.js';

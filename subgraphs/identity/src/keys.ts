@@ -1,10 +1,11 @@
 /**
  * The access-token signing keys (ES256). One key is active at a time; its private half lives in the database
- * (identity.signing_keys) so every replica signs with the same key, and only the SECURITY DEFINER functions of
- * migrations/001_identity.sql can read it. `kid` is the RFC 7638 thumbprint of the public key.
- * Nothing here logs key material.
+ * (identity.signing_keys) so every replica signs with the same key, sealed with the runtime's envelope encryption
+ * (a key-encryption key from the environment: a database dump or backup holds ciphertext only), and only identity's
+ * role may call the SECURITY DEFINER functions of migrations/001_identity.sql that read it. `kid` is the RFC 7638
+ * thumbprint of the public key. Nothing here logs key material.
  */
-import type { Queryable } from '@agentgraph/runtime';
+import type { KeyVault, Queryable } from '@agentgraph/runtime';
 import {
   calculateJwkThumbprint,
   exportJWK,
@@ -49,26 +50,64 @@ export async function generateSigningKey(): Promise<GeneratedSigningKey> {
 interface KeyRow {
   kid: string;
   alg: string;
-  private_jwk: JWK;
+  /** Sealed (runtime SealedSecret). */
+  private_jwk: unknown;
   created?: boolean;
+}
+
+/** What a private half is sealed for: the key's id (a sealed half copied onto another key does not open). */
+const contextOf = (kid: string) => `identity.signing_key/${kid}`;
+
+function sealPrivate(vault: KeyVault, key: GeneratedSigningKey): string {
+  return JSON.stringify(vault.seal(JSON.stringify(key.privateJwk), contextOf(key.kid)));
+}
+
+function openPrivate(vault: KeyVault, row: { kid: string; private_jwk: unknown }): JWK {
+  return JSON.parse(vault.open(row.private_jwk, contextOf(row.kid))) as JWK;
+}
+
+/**
+ * Seals every stored private half that is not sealed under the active key-encryption key: keys stored before
+ * encryption, and keys sealed under an older KEK (rotation). Safe across replicas (each update applies only if the
+ * row is still what was read). Returns how many it sealed.
+ */
+export async function sealStoredSigningKeys(db: Queryable, vault: KeyVault): Promise<number> {
+  const r = await db.query<{ kid: string; private_jwk: unknown }>(
+    'SELECT kid, private_jwk FROM identity.signing_keys_to_seal($1)',
+    [vault.activeId],
+  );
+  let sealed = 0;
+  for (const row of r.rows) {
+    const next = vault.reseal(row.private_jwk, contextOf(row.kid));
+    if (!next) continue;
+    const u = await db.query<{ ok: boolean }>(
+      'SELECT identity.reseal_signing_key($1, $2::text::jsonb, $3::text::jsonb) AS ok',
+      [row.kid, JSON.stringify(row.private_jwk), JSON.stringify(next)],
+    );
+    if (u.rows[0]?.ok) sealed++;
+  }
+  return sealed;
 }
 
 /**
  * Makes sure an active signing key exists, creating and storing one if there is none. Safe to call from
  * several replicas at once: the database keeps exactly one active key and everyone gets that one.
  */
-export async function ensureSigningKey(db: Queryable): Promise<{ kid: string; created: boolean }> {
-  const row = await ensureRow(db);
+export async function ensureSigningKey(
+  db: Queryable,
+  vault: KeyVault,
+): Promise<{ kid: string; created: boolean }> {
+  const row = await ensureRow(db, vault);
   return { kid: row.kid, created: row.created ?? false };
 }
 
-async function ensureRow(db: Queryable): Promise<KeyRow> {
+async function ensureRow(db: Queryable, vault: KeyVault): Promise<KeyRow> {
   const existing = await db.query<KeyRow>('SELECT kid, alg, private_jwk FROM identity.active_signing_key()');
   if (existing.rows[0]) return existing.rows[0];
   const candidate = await generateSigningKey();
   const stored = await db.query<KeyRow>(
     'SELECT kid, alg, private_jwk, created FROM identity.ensure_signing_key($1, $2::text::jsonb, $3::text::jsonb)',
-    [candidate.kid, JSON.stringify(candidate.publicJwk), JSON.stringify(candidate.privateJwk)],
+    [candidate.kid, JSON.stringify(candidate.publicJwk), sealPrivate(vault, candidate)],
   );
   const row = stored.rows[0];
   if (!row) throw new Error('identity.ensure_signing_key returned no key');
@@ -79,11 +118,11 @@ async function ensureRow(db: Queryable): Promise<KeyRow> {
 const imported = new Map<string, Promise<CryptoKey>>();
 
 /** The key new tokens are signed with (created on first use if start-up has not done it yet). */
-export async function activeSigningKey(db: Queryable): Promise<ActiveSigningKey> {
-  const row = await ensureRow(db);
+export async function activeSigningKey(db: Queryable, vault: KeyVault): Promise<ActiveSigningKey> {
+  const row = await ensureRow(db, vault);
   let key = imported.get(row.kid);
   if (!key) {
-    key = importJWK(row.private_jwk, SIGNING_ALG) as Promise<CryptoKey>;
+    key = (async () => importJWK(openPrivate(vault, row), SIGNING_ALG) as Promise<CryptoKey>)();
     key.catch(() => imported.delete(row.kid));
     imported.set(row.kid, key);
   }
@@ -108,14 +147,14 @@ export interface IssuerKey {
 }
 
 /** Every key the issuer holds: active first, then the pending one, then those retired within the hour. */
-export async function issuerKeys(db: Queryable): Promise<IssuerKey[]> {
-  const r = await db.query<{ kid: string; alg: string; private_jwk: JWK; state: KeyState }>(
+export async function issuerKeys(db: Queryable, vault: KeyVault): Promise<IssuerKey[]> {
+  const r = await db.query<{ kid: string; alg: string; private_jwk: unknown; state: KeyState }>(
     'SELECT kid, alg, private_jwk, state FROM identity.issuer_signing_keys()',
   );
   return r.rows.map((row) => ({
     kid: row.kid,
     state: row.state,
-    privateJwk: { ...row.private_jwk, kid: row.kid, alg: row.alg, use: 'sig' },
+    privateJwk: { ...openPrivate(vault, row), kid: row.kid, alg: row.alg, use: 'sig' },
   }));
 }
 
@@ -123,11 +162,11 @@ export async function issuerKeys(db: Queryable): Promise<IssuerKey[]> {
  * Makes sure a pending key is published ahead of rotation (so verifiers have it cached before it signs anything).
  * Safe to call from several replicas at once.
  */
-export async function ensurePendingSigningKey(db: Queryable): Promise<{ created: boolean }> {
+export async function ensurePendingSigningKey(db: Queryable, vault: KeyVault): Promise<{ created: boolean }> {
   const candidate = await generateSigningKey();
   const r = await db.query<{ created: boolean }>(
     'SELECT identity.ensure_pending_signing_key($1, $2::text::jsonb, $3::text::jsonb) AS created',
-    [candidate.kid, JSON.stringify(candidate.publicJwk), JSON.stringify(candidate.privateJwk)],
+    [candidate.kid, JSON.stringify(candidate.publicJwk), sealPrivate(vault, candidate)],
   );
   return { created: r.rows[0]?.created ?? false };
 }
@@ -138,15 +177,19 @@ export async function ensurePendingSigningKey(db: Queryable): Promise<{ created:
  * least that old (the scheduled rotation: replicas that race rotate once). Returns the new active kid, or null when
  * nothing was rotated.
  */
-export async function rotateSigningKey(db: Queryable, minAgeSeconds = 0): Promise<{ kid: string | null }> {
-  await ensureRow(db);
+export async function rotateSigningKey(
+  db: Queryable,
+  vault: KeyVault,
+  minAgeSeconds = 0,
+): Promise<{ kid: string | null }> {
+  await ensureRow(db, vault);
   const next = await generateSigningKey();
   const r = await db.query<{ kid: string | null }>(
     `SELECT identity.rotate_signing_key($1, $2::text::jsonb, $3::text::jsonb, make_interval(secs => $4)) AS kid`,
-    [next.kid, JSON.stringify(next.publicJwk), JSON.stringify(next.privateJwk), minAgeSeconds],
+    [next.kid, JSON.stringify(next.publicJwk), sealPrivate(vault, next), minAgeSeconds],
   );
   const kid = r.rows[0]?.kid ?? null;
   // Without a pending key the new one became active directly; publish the next one now.
-  if (kid) await ensurePendingSigningKey(db);
+  if (kid) await ensurePendingSigningKey(db, vault);
   return { kid };
 }

@@ -4,7 +4,7 @@
  * caller and never logged.
  */
 import { randomUUID } from 'node:crypto';
-import type { Config, Queryable } from '@agentgraph/runtime';
+import { keyVault, type Config, type Queryable } from '@agentgraph/runtime';
 import { SignJWT } from 'jose';
 import { activeSigningKey, SIGNING_ALG } from './keys.js';
 import type { Role } from './models.js';
@@ -24,11 +24,11 @@ export interface AccessTokenSubject {
  */
 export async function issueAccessToken(
   db: Queryable,
-  config: Pick<Config, 'tokenIssuer' | 'tokenAudience'>,
+  config: Pick<Config, 'tokenIssuer' | 'tokenAudience' | 'keyEncryptionKeys'>,
   subject: AccessTokenSubject,
   now: Date = new Date(),
 ): Promise<string> {
-  const { kid, key } = await activeSigningKey(db);
+  const { kid, key } = await activeSigningKey(db, keyVault(config));
   const iat = Math.floor(now.getTime() / 1000);
   return new SignJWT({ tid: subject.tenantId, role: subject.role, scope: subject.scopes.join(' ') })
     .setProtectedHeader({ alg: SIGNING_ALG, kid, typ: 'at+jwt' })

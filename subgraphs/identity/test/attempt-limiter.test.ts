@@ -23,7 +23,7 @@ let handle: DatabaseHandle;
 
 beforeAll(async () => {
   testDb = await provisionTestDatabase();
-  ({ db, handle } = await openDatabase(loadConfig({ ...testDb.env }), [identityMigrations]));
+  ({ db, handle } = await openDatabase(loadConfig({ ...testDb.env }), [identityMigrations], 'identity'));
 });
 afterAll(async () => {
   await handle?.close();

@@ -8,6 +8,7 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, wr
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
+  keyVault,
   createLogger,
   loadConfig,
   openDatabase,
@@ -42,7 +43,7 @@ interface Opened {
 async function open(): Promise<Opened> {
   const testDb = await provisionTestDatabase();
   const config = loadConfig({ ...testDb.env, TOKEN_ISSUER: 'http://identity.test' });
-  const { db, handle } = await openDatabase(config, [identityMigrations]);
+  const { db, handle } = await openDatabase(config, [identityMigrations], 'identity');
   return { testDb, config, db, handle };
 }
 
@@ -231,7 +232,7 @@ describe('signing keys', () => {
   });
 
   it('keeps exactly one active key when replicas start together', async () => {
-    const results = await Promise.all([1, 2, 3, 4].map(() => ensureSigningKey(o.db)));
+    const results = await Promise.all([1, 2, 3, 4].map(() => ensureSigningKey(o.db, keyVault(o.config))));
     expect(new Set(results.map((r) => r.kid)).size).toBe(1);
     expect(results.filter((r) => r.created).length).toBeLessThanOrEqual(1);
     expect((await publishedJwks(o.db)).keys).toHaveLength(1);
@@ -336,7 +337,7 @@ describe('admin CLI', () => {
 
   it.runIf(pglite)('refuses an embedded database that is in use and says to stop npm start', async () => {
     const env = envFor();
-    const held = await openDatabase(loadConfig(env), [identityMigrations]); // what npm start would hold
+    const held = await openDatabase(loadConfig(env), [identityMigrations], 'identity'); // what npm start would hold
     try {
       const io = captureIo();
       expect(await runCli(args('Acme', 'ada@example.com'), env, io)).toBe(1);
@@ -402,7 +403,7 @@ describe('admin CLI', () => {
       tenantId: ids.tenantId,
       userId: ids.userId,
     });
-    const { db, handle } = await openDatabase(loadConfig(env), [identityMigrations]);
+    const { db, handle } = await openDatabase(loadConfig(env), [identityMigrations], 'identity');
     try {
       const { payload } = await jwtVerify(again.accessToken, createLocalJWKSet(await publishedJwks(db)), {
         issuer: 'http://identity.test',
@@ -451,7 +452,7 @@ describe('admin CLI', () => {
     expect(asked.code).toBe(0);
     expect(asked.io.prompts).toEqual(['Password for peter@initech.test: ', 'Repeat the password: ']);
     expectBootstrapOutput(asked.io.stdout);
-    const { db, handle } = await openDatabase(loadConfig(env), [identityMigrations]);
+    const { db, handle } = await openDatabase(loadConfig(env), [identityMigrations], 'identity');
     try {
       const m = await db.query('SELECT * FROM identity.memberships_by_email($1)', ['peter@initech.test']);
       expect(m.rows).toHaveLength(1); // the refused runs created nothing
@@ -567,7 +568,7 @@ describe('admin CLI', () => {
     expect(unknown.err).toContain('create-user');
 
     // set-password replaces the password and ends the user's web sessions.
-    const { db, handle } = await openDatabase(loadConfig(env), [identityMigrations]);
+    const { db, handle } = await openDatabase(loadConfig(env), [identityMigrations], 'identity');
     try {
       await db.query("SELECT identity.create_web_session($1, $2, $3, $4, now(), now() + interval '1 hour')", [
         Buffer.alloc(32, 1),
@@ -582,7 +583,7 @@ describe('admin CLI', () => {
       answers: ['another long passphrase', 'another long passphrase'],
     });
     expect(reset).toMatchObject({ code: 0, out: { userId: bobId } });
-    const reopened = await openDatabase(loadConfig(env), [identityMigrations]);
+    const reopened = await openDatabase(loadConfig(env), [identityMigrations], 'identity');
     try {
       const u = await reopened.db.query<{ password_hash: string }>(
         'SELECT password_hash FROM identity.user_for_sign_in($1)',

@@ -3,6 +3,7 @@
  * new database on DATABASE_URL's server), with the token verifier pointed at the served JWKS route.
  */
 import {
+  keyVault,
   createLogger,
   createRevocationList,
   createTokenVerifier,
@@ -84,7 +85,7 @@ export async function startIdentity(
     ...env,
   });
   if (configure) config = configure(config);
-  const { db, handle } = await openDatabase(config, [identitySubgraph.migrations]);
+  const { db, handle } = await openDatabase(config, [identitySubgraph.migrations], 'identity');
   const logs: string[] = [];
   const log = createLogger(
     { service: 'identity-test' },
@@ -163,7 +164,7 @@ export async function startIdentity(
     },
     token,
     async deviceToken(m, deviceId, role = 'OWNER', extra = {}) {
-      const { kid, key } = await activeSigningKey(db);
+      const { kid, key } = await activeSigningKey(db, keyVault(config));
       const iat = Math.floor(Date.now() / 1000);
       return new SignJWT({
         tid: m.tenantId,

@@ -44,7 +44,7 @@ export async function startMemoryHarness(
   let t = Date.now();
   const clock: FakeClock = { now: () => new Date(t), advance: (ms) => void (t += ms) };
   const module = createMemorySubgraph({ ...opts, now: clock.now, sweepIntervalMs: 0, indexIntervalMs: 0 });
-  const { db, handle } = await openDatabase(config, [module.migrations]);
+  const { db, handle } = await openDatabase(config, [module.migrations], module.name);
   const { publicKey, privateKey } = await generateKeyPair('ES256');
   const jwk = { ...(await exportJWK(publicKey)), kid: 'k', alg: 'ES256', use: 'sig' };
   const verifyToken = createTokenVerifier({

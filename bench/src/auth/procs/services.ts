@@ -19,6 +19,7 @@ import { coordinationSubgraph } from '@agentgraph/coordination';
 import { activeSigningKey, bootstrapTenant, identitySubgraph } from '@agentgraph/identity';
 import { memorySubgraph } from '@agentgraph/memory';
 import {
+  keyVault,
   createLogger,
   createRevocationList,
   createTokenVerifier,
@@ -64,9 +65,11 @@ const config = loadConfig(process.env);
 const log = createLogger({ service: 'bench-auth-services' }, { level: config.logLevel });
 const serveIdentity = process.env['BENCH_SERVE_IDENTITY'] === '1';
 const modules = [identitySubgraph, memorySubgraph, coordinationSubgraph, catalogSubgraph];
+// Identity's role: this process also acts as identity (tenants, enrolment approval, revocations, minting).
 const { db, handle } = await openDatabase(
   config,
   modules.map((m) => m.migrations),
+  'identity',
 );
 const revocations = createRevocationList(db, log);
 await revocations.ready;
@@ -78,7 +81,7 @@ for (const module of serveIdentity ? modules : modules.slice(1)) {
     keys: config.jwksUrl,
     revocations,
   });
-  served.push(await serveSubgraph(module, { config, db, log, verifyToken }));
+  served.push(await serveSubgraph(module, { config, db: await handle.app(module.name), log, verifyToken }));
 }
 const oauth = oauthServiceFor({ config, db, log });
 await oauth.ready;
@@ -118,7 +121,7 @@ async function answer(raw: unknown): Promise<Record<string, unknown>> {
     }
     case 'mint': {
       // Same header and claims as the template (a token the token endpoint issued), a fresh jti and lifetime each.
-      const { kid, key } = await activeSigningKey(db);
+      const { kid, key } = await activeSigningKey(db, keyVault(config));
       const header = decodeProtectedHeader(req.template);
       if (header.kid !== kid) throw new Error('mint: the template was not signed with the active key');
       const { jti: _jti, iat: _iat, exp, ...claims } = decodeJwt(req.template);

@@ -185,13 +185,13 @@ describe('end to end against the platform', () => {
     // The platform's identity already made the service for this database; this returns that one.
     const oauth = oauthServiceFor({
       config: p.platform.config,
-      db: p.platform.db,
+      db: p.platform.dbs.identity,
       log: createLogger({ service: 'sdk-oauth-test' }, { write: () => undefined }),
     });
     const auth = { tenantId: owner.tenantId, principalId: owner.userId, role: 'OWNER' as const, scopes: [] };
     const polling = pollDeviceToken(endpoints, { clientId: 'agentgraph-desktop', authorization: da });
     const { deviceId } = await withUserCodeGuard(oauth, auth, () =>
-      withTenant(p.platform.db, auth, (tx) => approveDeviceAuthorization(oauth, tx, auth, da.userCode)),
+      withTenant(p.platform.dbs.identity, auth, (tx) => approveDeviceAuthorization(oauth, tx, auth, da.userCode)),
     );
     const tokens = await polling;
     expect(decodeJwt(tokens.accessToken)).toMatchObject({ did: deviceId, tid: owner.tenantId });

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { createWriteStream } from 'node:fs';
-import type { Database, Logger, Queryable } from '@agentgraph/runtime';
+import type { Database, KeyVault, Logger, Queryable } from '@agentgraph/runtime';
 import type { FindingModel } from '../models.js';
 import type { PackageStore } from '../packages/package-store.js';
 import { finishAnalysis, recordEvent, setReleaseState } from '../pipeline-store.js';
@@ -23,6 +23,8 @@ const ANALYZER = { name: 'agentgraph-catalog-analyzer', version: '1' };
 
 export interface AnalysisRunnerOptions {
   db: Database;
+  /** Seals and opens the tenants' analyzer keys (the server's key-encryption keys). */
+  vault: KeyVault;
   log: Logger;
   store: PackageStore;
   now: () => Date;
@@ -126,7 +128,7 @@ export function createAnalysisRunner(opts: AnalysisRunnerOptions): AnalysisRunne
     const reason = outcome.kind === 'failed' ? outcome.reason : passed ? null : summarise(findings);
     const finishedAt = now();
     await inTenant(job.tenant_id, async (tx) => {
-      const key = await analyzerKey(tx, job.tenant_id);
+      const key = await analyzerKey(tx, job.tenant_id, opts.vault);
       const statement = statementFor(
         { name: `${release.name}-${release.version}.zip`, sha256: release.sha256, sha512: release.sha512 },
         {

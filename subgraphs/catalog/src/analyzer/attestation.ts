@@ -6,7 +6,8 @@
  * The key id is the key's RFC 7638 JWK thumbprint; the public keys are published by Query.analyzerKeys.
  */
 import { createPrivateKey, createPublicKey, generateKeyPairSync, sign, verify } from 'node:crypto';
-import type { Queryable } from '@agentgraph/runtime';
+import type { KeyVault, Queryable } from '@agentgraph/runtime';
+import { sealContextOf, sealedPem } from '../tuf/keys.js';
 import { calculateJwkThumbprint, type JWK } from 'jose';
 import type { Finding } from './analyze.mjs';
 
@@ -61,14 +62,18 @@ export interface AnalyzerKey {
 }
 
 /** The tenant's analyzer key, created on first use. */
-export async function analyzerKey(tx: Queryable, tenantId: string): Promise<AnalyzerKey> {
+export async function analyzerKey(tx: Queryable, tenantId: string, vault: KeyVault): Promise<AnalyzerKey> {
   const r = await tx.query<{ key_id: string; public_key: string; private_key: string }>(
     `SELECT key_id, public_key, private_key FROM catalog.signing_keys
       WHERE role = 'analyzer' AND state = 'active' ORDER BY created_at DESC LIMIT 1`,
   );
   if (r.rows[0]) {
     const row = r.rows[0];
-    return { keyId: row.key_id, publicJwk: JSON.parse(row.public_key) as JWK, privatePem: row.private_key };
+    return {
+      keyId: row.key_id,
+      publicJwk: JSON.parse(row.public_key) as JWK,
+      privatePem: vault.open(row.private_key, sealContextOf(tenantId, row.key_id)),
+    };
   }
   const { publicKey, privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
   const publicJwk = publicKey.export({ format: 'jwk' }) as JWK;
@@ -77,7 +82,12 @@ export async function analyzerKey(tx: Queryable, tenantId: string): Promise<Anal
   await tx.query(
     `INSERT INTO catalog.signing_keys (tenant_id, key_id, role, algorithm, public_key, private_key)
      VALUES ($1, $2, 'analyzer', 'ES256', $3, $4)`,
-    [tenantId, keyId, JSON.stringify({ ...publicJwk, kid: keyId, alg: 'ES256', use: 'sig' }), privatePem],
+    [
+      tenantId,
+      keyId,
+      JSON.stringify({ ...publicJwk, kid: keyId, alg: 'ES256', use: 'sig' }),
+      sealedPem(vault, tenantId, keyId, privatePem),
+    ],
   );
   return { keyId, publicJwk: { ...publicJwk, kid: keyId, alg: 'ES256', use: 'sig' }, privatePem };
 }

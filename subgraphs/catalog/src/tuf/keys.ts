@@ -1,9 +1,11 @@
 /**
  * Signing keys of a tenant's catalog (table catalog.signing_keys): ed25519 keys for TUF roles and the ES256 key of
- * the analyzer. Generated here and stored unencrypted in the database (production would keep them in a KMS).
+ * the analyzer. Generated here; the private halves are stored sealed with the runtime's envelope encryption (a
+ * key-encryption key from the environment: a dump or backup of the table holds ciphertext only), each bound to its
+ * tenant and key id, and only the catalog's role can read the table.
  */
 import { createHash, createPrivateKey, generateKeyPairSync, sign, type KeyObject } from 'node:crypto';
-import type { Queryable } from '@agentgraph/runtime';
+import type { KeyVault, Queryable } from '@agentgraph/runtime';
 import { Key, Signature } from '@tufjs/models';
 
 export const TOP_ROLES = ['root', 'targets', 'snapshot', 'timestamp'] as const;
@@ -37,18 +39,66 @@ export function newTufKey(role: TufRole): TufKey & { privatePem: string } {
   return { keyId, role, publicHex, privateKey, privatePem };
 }
 
-export async function insertTufKey(tx: Queryable, tenantId: string, key: ReturnType<typeof newTufKey>) {
+/** What a stored private half is sealed for: its tenant and key id (it opens on no other row). */
+export const sealContextOf = (tenantId: string, keyId: string) => `catalog.signing_key/${tenantId}/${keyId}`;
+
+/** The stored form of a private key (PEM): sealed, as JSON text. */
+export function sealedPem(vault: KeyVault, tenantId: string, keyId: string, pem: string): string {
+  return JSON.stringify(vault.seal(pem, sealContextOf(tenantId, keyId)));
+}
+
+/**
+ * Seals every stored private key, of every tenant, not sealed under the active key-encryption key (keys from
+ * before encryption, or an older KEK's), in batches. Safe across replicas. Returns how many it sealed.
+ */
+export async function sealStoredCatalogKeys(db: Queryable, vault: KeyVault, batch = 500): Promise<number> {
+  let sealed = 0;
+  for (;;) {
+    const r = await db.query<{ tenant_id: string; key_id: string; private_key: string }>(
+      'SELECT tenant_id, key_id, private_key FROM catalog.signing_keys_to_seal($1, $2)',
+      [vault.activeId, batch],
+    );
+    let changed = 0;
+    for (const row of r.rows) {
+      const next = vault.reseal(row.private_key, sealContextOf(row.tenant_id, row.key_id));
+      if (!next) continue;
+      const u = await db.query<{ ok: boolean }>('SELECT catalog.reseal_signing_key($1, $2, $3, $4) AS ok', [
+        row.tenant_id,
+        row.key_id,
+        row.private_key,
+        JSON.stringify(next),
+      ]);
+      if (u.rows[0]?.ok) changed++;
+    }
+    sealed += changed;
+    // A short page is the last; a page where nothing changed (another replica raced us) ends it too.
+    if (r.rows.length < batch || changed === 0) return sealed;
+  }
+}
+
+export async function insertTufKey(
+  tx: Queryable,
+  tenantId: string,
+  key: ReturnType<typeof newTufKey>,
+  vault: KeyVault,
+) {
   await tx.query(
     `INSERT INTO catalog.signing_keys (tenant_id, key_id, role, algorithm, public_key, private_key)
      VALUES ($1, $2, $3, 'ed25519', $4, $5)`,
-    [tenantId, key.keyId, key.role, key.publicHex, key.privatePem],
+    [tenantId, key.keyId, key.role, key.publicHex, sealedPem(vault, tenantId, key.keyId, key.privatePem)],
   );
 }
 
 /** Active TUF keys by role. */
-export async function activeTufKeys(tx: Queryable): Promise<Map<TufRole, TufKey[]>> {
-  const r = await tx.query<{ key_id: string; role: TufRole; public_key: string; private_key: string }>(
-    `SELECT key_id, role, public_key, private_key FROM catalog.signing_keys
+export async function activeTufKeys(tx: Queryable, vault: KeyVault): Promise<Map<TufRole, TufKey[]>> {
+  const r = await tx.query<{
+    tenant_id: string;
+    key_id: string;
+    role: TufRole;
+    public_key: string;
+    private_key: string;
+  }>(
+    `SELECT tenant_id, key_id, role, public_key, private_key FROM catalog.signing_keys
       WHERE state = 'active' AND role <> 'analyzer' ORDER BY created_at, key_id`,
   );
   const out = new Map<TufRole, TufKey[]>();
@@ -58,7 +108,7 @@ export async function activeTufKeys(tx: Queryable): Promise<Map<TufRole, TufKey[
       keyId: row.key_id,
       role: row.role,
       publicHex: row.public_key,
-      privateKey: createPrivateKey(row.private_key),
+      privateKey: createPrivateKey(vault.open(row.private_key, sealContextOf(row.tenant_id, row.key_id))),
     });
     out.set(row.role, list);
   }

@@ -8,7 +8,7 @@
  * Every function takes a tenant transaction and, before changing anything, locks the repository row, so publishes
  * of one tenant serialise while other tenants proceed. Time comes from the caller (fake clocks in tests).
  */
-import { AppError, type Queryable } from '@agentgraph/runtime';
+import { AppError, type KeyVault, type Queryable } from '@agentgraph/runtime';
 import { Metadata, MetadataKind } from '@tufjs/models';
 import {
   CHANNELS,
@@ -241,6 +241,7 @@ export async function openRepository(
   tenantId: string,
   now: Date,
   settings: TufSettings,
+  vault: KeyVault,
 ): Promise<RepoState> {
   const existing = await tx.query<{ versions: Versions; thresholds: Record<TufRole, number> }>(
     `SELECT versions, thresholds FROM catalog.tuf_repositories WHERE tenant_id = $1 FOR UPDATE`,
@@ -252,7 +253,7 @@ export async function openRepository(
       tenantId,
       versions: { ...row.versions },
       thresholds: row.thresholds,
-      keys: await activeTufKeys(tx),
+      keys: await activeTufKeys(tx, vault),
     };
   }
   const inserted = await tx.query(
@@ -260,15 +261,16 @@ export async function openRepository(
      VALUES ($1, $2, $3, $4, $4) ON CONFLICT (tenant_id) DO NOTHING RETURNING tenant_id`,
     [tenantId, JSON.stringify({}), JSON.stringify(settings.thresholds), now.toISOString()],
   );
-  if (!inserted.rows[0]) return openRepository(tx, tenantId, now, settings); // created concurrently: lock theirs
+  if (!inserted.rows[0]) return openRepository(tx, tenantId, now, settings, vault); // created concurrently: lock theirs
   for (const role of TUF_ROLES) {
-    for (let i = 0; i < settings.thresholds[role]; i++) await insertTufKey(tx, tenantId, newTufKey(role));
+    for (let i = 0; i < settings.thresholds[role]; i++)
+      await insertTufKey(tx, tenantId, newTufKey(role), vault);
   }
   const state: RepoState = {
     tenantId,
     versions: { root: 0, targets: 0, snapshot: 0, timestamp: 0, alpha: 0, beta: 0, stable: 0 },
     thresholds: { ...settings.thresholds },
-    keys: await activeTufKeys(tx),
+    keys: await activeTufKeys(tx, vault),
   };
   await signRoot(tx, state, now, settings);
   await signTargets(tx, state, now, settings);
@@ -315,11 +317,13 @@ export async function rotateRole(
   role: TufRole,
   now: Date,
   settings: TufSettings,
+  vault: KeyVault,
 ): Promise<void> {
   const previousRoot = role === 'root' ? keysOf(state, 'root') : [];
   await revokeKeys(tx, role, now);
-  for (let i = 0; i < state.thresholds[role]; i++) await insertTufKey(tx, state.tenantId, newTufKey(role));
-  state.keys = await activeTufKeys(tx);
+  for (let i = 0; i < state.thresholds[role]; i++)
+    await insertTufKey(tx, state.tenantId, newTufKey(role), vault);
+  state.keys = await activeTufKeys(tx, vault);
   if ((TOP_ROLES as readonly string[]).includes(role)) await signRoot(tx, state, now, settings, previousRoot);
   if (role === 'targets' || (CHANNELS as readonly string[]).includes(role))
     await signTargets(tx, state, now, settings);

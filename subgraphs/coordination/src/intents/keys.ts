@@ -1,11 +1,12 @@
 /**
  * Coordination's intent signing keys (ES256), separate from identity's token keys. The private halves live in
- * coordination.intent_signing_keys, reachable only through the SECURITY DEFINER functions of
- * migrations/002_intents.sql, so every replica signs with the same key. States: one active (signs), one pending
+ * coordination.intent_signing_keys, sealed with the runtime's envelope encryption (a key-encryption key from the
+ * environment) and reachable only through the SECURITY DEFINER functions of migrations/002_intents.sql, which only
+ * coordination's role may call, so every replica signs with the same key. States: one active (signs), one pending
  * (published ahead, so desktops already hold it when it becomes active), retired (published 2 h more).
  * `kid` is the RFC 7638 thumbprint. Nothing here logs key material.
  */
-import type { Queryable } from '@agentgraph/runtime';
+import type { KeyVault, Queryable } from '@agentgraph/runtime';
 import {
   calculateJwkThumbprint,
   exportJWK,
@@ -36,24 +37,54 @@ async function generateIntentKey(): Promise<{ kid: string; publicJwk: JWK; priva
   return { kid, publicJwk, privateJwk: { ...publicJwk, d: (await exportJWK(privateKey)).d } };
 }
 
+/** What a private half is sealed for: the key's id (a sealed half copied onto another key does not open). */
+const contextOf = (kid: string) => `coordination.intent_signing_key/${kid}`;
+
 /** Offers fresh keys until there is an active and a pending key (at most two offers; safe across replicas). */
-export async function ensureIntentKeys(db: Queryable): Promise<void> {
+export async function ensureIntentKeys(db: Queryable, vault: KeyVault): Promise<void> {
   for (let i = 0; i < 2; i++) {
     const k = await generateIntentKey();
+    const sealed = vault.seal(JSON.stringify(k.privateJwk), contextOf(k.kid));
     const r = await db.query<{ slot: string }>(
       'SELECT coordination.offer_intent_key($1, $2::text::jsonb, $3::text::jsonb) AS slot',
-      [k.kid, JSON.stringify(k.publicJwk), JSON.stringify(k.privateJwk)],
+      [k.kid, JSON.stringify(k.publicJwk), JSON.stringify(sealed)],
     );
     if (r.rows[0]?.slot === 'unused') return;
   }
 }
 
+/**
+ * Seals every stored private half not sealed under the active key-encryption key (keys from before encryption, or
+ * an older KEK's). Safe across replicas. Returns how many it sealed.
+ */
+export async function sealStoredIntentKeys(db: Queryable, vault: KeyVault): Promise<number> {
+  const r = await db.query<{ kid: string; private_jwk: unknown }>(
+    'SELECT kid, private_jwk FROM coordination.intent_keys_to_seal($1)',
+    [vault.activeId],
+  );
+  let sealed = 0;
+  for (const row of r.rows) {
+    const next = vault.reseal(row.private_jwk, contextOf(row.kid));
+    if (!next) continue;
+    const u = await db.query<{ ok: boolean }>(
+      'SELECT coordination.reseal_intent_key($1, $2::text::jsonb, $3::text::jsonb) AS ok',
+      [row.kid, JSON.stringify(row.private_jwk), JSON.stringify(next)],
+    );
+    if (u.rows[0]?.ok) sealed++;
+  }
+  return sealed;
+}
+
 /** Promotes the pending key when the active one is older than `minAgeSeconds`, then offers a new pending key. */
-export async function rotateIntentKey(db: Queryable, minAgeSeconds: number): Promise<string | null> {
+export async function rotateIntentKey(
+  db: Queryable,
+  vault: KeyVault,
+  minAgeSeconds: number,
+): Promise<string | null> {
   const r = await db.query<{ kid: string | null }>('SELECT coordination.rotate_intent_key($1) AS kid', [
     minAgeSeconds,
   ]);
-  await ensureIntentKeys(db);
+  await ensureIntentKeys(db, vault);
   return r.rows[0]?.kid ?? null;
 }
 
@@ -78,26 +109,30 @@ export interface ActiveIntentKey {
 const ACTIVE_KEY_TTL_MS = 60_000;
 const activeCache = new WeakMap<object, { at: number; key: Promise<ActiveIntentKey> }>();
 
-async function loadActive(db: Queryable): Promise<ActiveIntentKey> {
-  let r = await db.query<{ kid: string; private_jwk: JWK | string }>(
+async function loadActive(db: Queryable, vault: KeyVault): Promise<ActiveIntentKey> {
+  let r = await db.query<{ kid: string; private_jwk: unknown }>(
     'SELECT kid, private_jwk FROM coordination.active_intent_key()',
   );
   if (!r.rows[0]) {
-    await ensureIntentKeys(db);
+    await ensureIntentKeys(db, vault);
     r = await db.query('SELECT kid, private_jwk FROM coordination.active_intent_key()');
   }
   const row = r.rows[0];
   if (!row)
     throw new Error('No active intent signing key after creating one; check coordination migrations.');
-  const jwk = typeof row.private_jwk === 'string' ? (JSON.parse(row.private_jwk) as JWK) : row.private_jwk;
+  const jwk = JSON.parse(vault.open(row.private_jwk, contextOf(row.kid))) as JWK;
   return { kid: row.kid, key: (await importJWK(jwk, INTENT_SIGNING_ALG)) as CryptoKey };
 }
 
 /** The active signing key, cached per database handle for a minute. */
-export function activeIntentKey(db: Queryable, now: number = Date.now()): Promise<ActiveIntentKey> {
+export function activeIntentKey(
+  db: Queryable,
+  vault: KeyVault,
+  now: number = Date.now(),
+): Promise<ActiveIntentKey> {
   const hit = activeCache.get(db);
   if (hit && now - hit.at < ACTIVE_KEY_TTL_MS) return hit.key;
-  const key = loadActive(db);
+  const key = loadActive(db, vault);
   activeCache.set(db, { at: now, key });
   key.catch(() => activeCache.delete(db));
   return key;

@@ -4,6 +4,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import {
+  keyVault,
   AppError,
   badInput,
   idempotentMutation,
@@ -219,7 +220,7 @@ export function createIntentResolvers(deps: IntentResolverDeps): IntentResolvers
           },
         };
         // Read outside the mutation's transaction: the embedded database has one connection.
-        const key = await activeIntentKey(ctx.db, deps.now().getTime());
+        const key = await activeIntentKey(ctx.db, keyVault(ctx.config), deps.now().getTime());
         const origin = auditOriginOf(ctx, auth);
         return idempotentMutation(ctx, 'Mutation.createIntent', normalized, async (tx, a) => {
           const createdAt = deps.now();

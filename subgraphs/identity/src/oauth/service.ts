@@ -6,9 +6,15 @@
  * HTTP routes share one.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { AppError, type Database, type Queryable, type SubgraphDeps } from '@agentgraph/runtime';
+import { AppError, keyVault, type Database, type Queryable, type SubgraphDeps } from '@agentgraph/runtime';
 import type Provider from 'oidc-provider';
-import { ensurePendingSigningKey, ensureSigningKey, issuerKeys, rotateSigningKey } from '../keys.js';
+import {
+  ensurePendingSigningKey,
+  ensureSigningKey,
+  issuerKeys,
+  rotateSigningKey,
+  sealStoredSigningKeys,
+} from '../keys.js';
 import { purgeStaleAttempts } from '../attempt-limiter.js';
 import { purgeExpiredOAuthRows } from './adapter.js';
 import { DEVICE_POLL_INTERVAL_SECONDS } from './constants.js';
@@ -53,6 +59,7 @@ export function oauthServiceFor(deps: SubgraphDeps, opts: OAuthServiceOptions = 
 
 function createOAuthService(deps: SubgraphDeps, opts: OAuthServiceOptions): OAuthService {
   const { db } = deps;
+  const vault = keyVault(deps.config);
   const log = deps.log.child({ component: 'oauth' });
   let keys: Awaited<ReturnType<typeof issuerKeys>> = [];
   let provider: Provider | null = null;
@@ -71,15 +78,16 @@ function createOAuthService(deps: SubgraphDeps, opts: OAuthServiceOptions): OAut
 
   const refreshKeys = async () => {
     const before = fingerprint();
-    keys = await issuerKeys(db);
+    keys = await issuerKeys(db, vault);
     if (provider && fingerprint() === before) return;
     build();
     log.info('oauth provider ready', { kids: keys.map((k) => ({ kid: k.kid, state: k.state })) });
   };
 
   let ready: Promise<void> = (async () => {
-    await ensureSigningKey(db);
-    await ensurePendingSigningKey(db);
+    await sealStoredSigningKeys(db, vault);
+    await ensureSigningKey(db, vault);
+    await ensurePendingSigningKey(db, vault);
     await refreshKeys();
   })();
   // A failed start (database down) is retried by the next caller instead of being cached forever.
@@ -93,7 +101,7 @@ function createOAuthService(deps: SubgraphDeps, opts: OAuthServiceOptions): OAut
   const rotationSeconds = opts.signingKeyRotationSeconds ?? 30 * 86_400;
   const timer = setInterval(() => {
     if (!provider) return;
-    rotateSigningKey(db, rotationSeconds)
+    rotateSigningKey(db, vault, rotationSeconds)
       .then(({ kid }) => {
         if (kid) log.info('signing key rotated on schedule', { kid });
         return refreshKeys();

@@ -7,7 +7,7 @@
  * are the RFC's: invalid_request, invalid_grant, invalid_scope, invalid_target.
  */
 import { randomUUID } from 'node:crypto';
-import { roleMeet, type Config, type Queryable } from '@agentgraph/runtime';
+import { keyVault, roleMeet, type Config, type Queryable } from '@agentgraph/runtime';
 import { SignJWT, type JWTPayload } from 'jose';
 import { errors, type KoaContextWithOIDC } from 'oidc-provider';
 import { activeSigningKey, SIGNING_ALG } from '../keys.js';
@@ -54,7 +54,7 @@ interface SubjectClaims extends JWTPayload {
 
 export function tokenExchangeHandler(
   db: Queryable,
-  config: Pick<Config, 'tokenIssuer' | 'tokenAudience'>,
+  config: Pick<Config, 'tokenIssuer' | 'tokenAudience' | 'keyEncryptionKeys'>,
   now: () => Date = () => new Date(),
 ) {
   return async function exchange(ctx: KoaContextWithOIDC): Promise<void> {
@@ -126,7 +126,7 @@ export function tokenExchangeHandler(
     const exp = Math.min(subject.exp - 1, iat + EXCHANGED_TOKEN_MAX_TTL_SECONDS);
     if (exp <= iat) throw new errors.InvalidGrant('subject_token expires too soon to be exchanged');
 
-    const { kid, key } = await activeSigningKey(db);
+    const { kid, key } = await activeSigningKey(db, keyVault(config));
     const role = roleMeet(subject.role, granted.role);
     const scope = requested.join(' ');
     const token = await new SignJWT({

@@ -240,7 +240,7 @@ describe('token exchange refusals (RFC 8693)', () => {
     await expectError({ ...base, subject_token: forged }, 'invalid_grant');
     const otherAudience = await issueAccessToken(
       h.db,
-      { tokenIssuer: h.issuer, tokenAudience: 'another-api' },
+      { ...h.config, tokenIssuer: h.issuer, tokenAudience: 'another-api' },
       { tenantId: m.tenantId, userId: m.userId, role: 'OWNER', scopes: ['api:read'] },
     );
     await expectError({ ...base, subject_token: otherAudience }, 'invalid_grant');

@@ -67,7 +67,7 @@ export async function startOAuthIdentity(env: Record<string, string> = {}): Prom
     DEVICE_POLL_INTERVAL_SECONDS: '1',
     ...env,
   });
-  const { db, handle } = await openDatabase(config, [identitySubgraph.migrations]);
+  const { db, handle } = await openDatabase(config, [identitySubgraph.migrations], 'identity');
   const logs: string[] = [];
   const log = createLogger(
     { service: 'identity-oauth-test' },

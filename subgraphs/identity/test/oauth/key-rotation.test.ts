@@ -6,7 +6,7 @@
 import { decodeProtectedHeader } from 'jose';
 import * as client from 'openid-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTokenVerifier, withTenant } from '@agentgraph/runtime';
+import { keyVault, createTokenVerifier, withTenant } from '@agentgraph/runtime';
 import { issuerKeys, publishedJwks, rotateSigningKey } from '../../src/keys.js';
 import { approveDeviceAuthorization, withUserCodeGuard } from '../../src/oauth/device-approval.js';
 import { deviceEnrolment, startOAuthIdentity, type OAuthHarness } from './harness.js';
@@ -21,7 +21,8 @@ afterAll(async () => {
 
 describe('signing-key rotation', () => {
   it('publishes the next key ahead, signs with it after rotation, keeps the retired key published', async () => {
-    const before = await issuerKeys(h.db);
+    const vault = keyVault(h.config);
+    const before = await issuerKeys(h.db, vault);
     expect(before.map((k) => k.state)).toEqual(['active', 'pending']);
     const [active, pending] = before;
     const jwks = await publishedJwks(h.db);
@@ -49,10 +50,10 @@ describe('signing-key rotation', () => {
     await cached(`Bearer ${first.access_token}`);
 
     // A scheduled rotation does nothing while the key is young; a forced one rotates.
-    expect(await rotateSigningKey(h.db, 3600)).toEqual({ kid: null });
-    expect(await rotateSigningKey(h.db)).toEqual({ kid: pending!.kid });
+    expect(await rotateSigningKey(h.db, vault, 3600)).toEqual({ kid: null });
+    expect(await rotateSigningKey(h.db, vault)).toEqual({ kid: pending!.kid });
     await h.oauth.refreshKeys();
-    const after = await issuerKeys(h.db);
+    const after = await issuerKeys(h.db, vault);
     expect(after.map((k) => [k.kid, k.state])).toEqual([
       [pending!.kid, 'active'],
       [after[1]!.kid, 'pending'],

@@ -71,7 +71,7 @@ export async function startWeb(env: Record<string, string> = {}): Promise<WebHar
     OAUTH_CONSOLE_REDIRECT_URIS: 'http://127.0.0.1:9/callback',
     ...env,
   });
-  const { db, handle } = await openDatabase(config, [identitySubgraph.migrations]);
+  const { db, handle } = await openDatabase(config, [identitySubgraph.migrations], 'identity');
   const logs: string[] = [];
   const log = createLogger({ service: 'identity-web-test' }, { level: 'debug', write: (l) => logs.push(l) });
   const clock = fakeClock();
