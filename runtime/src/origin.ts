@@ -1,12 +1,14 @@
 /**
- * Where a request came from, for audit records ("who, what, when, from where"). Informational, never a security
- * decision: the client's address is the last `x-forwarded-for` hop (the gateway appends the address it saw) or the
- * socket peer when nothing forwarded it. Values are bounded; no header that can carry a secret is read.
+ * Where a request came from, for audit records ("who, what, when, from where") and per-address limits (identity's
+ * wrong user-code counter). The client's address is the last `x-forwarded-for` hop only on a request the gateway
+ * vouches for (it appends the address it saw, and proves itself with the gateway secret); on any other request
+ * `x-forwarded-for` is a claim anyone can make, so the address is the socket peer (the claim is kept, bounded, in
+ * `forwardedFor` for the audit record). Values are bounded; no header that can carry a secret is read.
  */
 import type { IncomingMessage } from 'node:http';
 
 export interface RequestOrigin {
-  /** The client's address as the first hop we run (the gateway) saw it. */
+  /** The client's address as the first hop we run (the gateway) saw it; the socket peer when no gateway vouches. */
   ip: string | null;
   /** `x-forwarded-for` as received: the chain of claimed addresses, oldest first (bounded). */
   forwardedFor?: string;
@@ -31,7 +33,8 @@ export function plainAddress(address: string | undefined | null): string | null 
   return address.startsWith('::ffff:') ? address.slice(7) : address;
 }
 
-export function originOf(req: IncomingMessage): RequestOrigin {
+/** `trustForwarded`: the request came through our gateway (its secret checked), so its last hop is the client. */
+export function originOf(req: IncomingMessage, trustForwarded: boolean): RequestOrigin {
   const peer = plainAddress(req.socket?.remoteAddress);
   const forwarded = header(req, 'x-forwarded-for')?.slice(0, MAX_FORWARDED);
   const hops = forwarded
@@ -40,7 +43,7 @@ export function originOf(req: IncomingMessage): RequestOrigin {
     .filter(Boolean);
   const userAgent = header(req, 'user-agent')?.slice(0, MAX_USER_AGENT);
   return {
-    ip: plainAddress(hops?.at(-1)) ?? peer,
+    ip: (trustForwarded ? plainAddress(hops?.at(-1)) : null) ?? peer,
     ...(forwarded ? { forwardedFor: forwarded } : {}),
     ...(userAgent ? { userAgent } : {}),
     peer,

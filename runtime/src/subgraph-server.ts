@@ -31,7 +31,7 @@ import { CursorCodec } from './connection.js';
 import { classifyDatabaseError } from './db/errors.js';
 import type { Database } from './db/types.js';
 import { AppError } from './errors.js';
-import { assertGatewayAccess, GATEWAY_SECRET_HEADER } from './gateway-secret.js';
+import { assertGatewayAccess, GATEWAY_SECRET_HEADER, isGatewayRequest } from './gateway-secret.js';
 import {
   GRAPHQL_RESPONSE_JSON,
   isJsonContentType,
@@ -219,7 +219,8 @@ export function createSubgraphServer(opts: SubgraphServerOptions): {
       responseExtensions: {},
       signal,
       authorization: req.headers.authorization,
-      origin: originOf(req),
+      // The gateway vouches for x-forwarded-for; a caller that reaches the subgraph directly does not.
+      origin: originOf(req, isGatewayRequest(req.headers[GATEWAY_SECRET_HEADER], config.gatewaySecret)),
     };
     return ctx;
   };

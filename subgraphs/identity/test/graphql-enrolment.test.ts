@@ -5,6 +5,8 @@
  * wrong-code rate limiting, and codes another tenant already used. PGlite, or PostgreSQL when DATABASE_URL is set.
  */
 import { calculateJwkThumbprint, decodeJwt, exportJWK, generateKeyPair, type JWK } from 'jose';
+import { GATEWAY_SECRET_HEADER } from '@agentgraph/runtime';
+import { Agent, fetch as undiciFetch } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startIdentity, type GraphQLAnswer, type Harness, type Member } from './harness.js';
 
@@ -219,7 +221,8 @@ describe('approveDeviceAuthorization', () => {
   });
 
   it('a right code between wrong ones resets nothing; wrong codes also count per client address', async () => {
-    // As the gateway forwards a request: the client's address is the last x-forwarded-for hop (SubgraphContext.origin).
+    // As the gateway forwards a request (it proves itself with the gateway secret): the client's address is the last
+    // x-forwarded-for hop (SubgraphContext.origin).
     const from = async (
       address: string,
       query: string,
@@ -232,6 +235,7 @@ describe('approveDeviceAuthorization', () => {
           'content-type': 'application/json',
           accept: 'application/graphql-response+json',
           authorization: `Bearer ${token}`,
+          [GATEWAY_SECRET_HEADER]: h.config.gatewaySecret,
           'x-forwarded-for': address,
         },
         body: JSON.stringify({ query, variables }),
@@ -266,6 +270,42 @@ describe('approveDeviceAuthorization', () => {
     expect(
       (await from('203.0.113.9', VIEW, { code: await own() }, sprayers[5]!.token)).body.errors,
     ).toBeUndefined();
+  });
+
+  it('trusts x-forwarded-for only from the gateway: a direct caller cannot spread guesses over made-up addresses', async () => {
+    // A caller that reaches identity directly (no gateway secret), from its own loopback address, claiming a new
+    // address in x-forwarded-for on every guess: all of them count for the address it really comes from.
+    const dispatcher = new Agent({ localAddress: '127.0.0.2' });
+    let n = 0;
+    const direct = async (query: string, variables: Record<string, unknown>, token: string) => {
+      const res = await undiciFetch(`${h.url}/graphql`, {
+        dispatcher,
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          accept: 'application/graphql-response+json',
+          authorization: `Bearer ${token}`,
+          'x-forwarded-for': `198.51.100.${++n}`,
+        },
+        body: JSON.stringify({ query, variables }),
+      });
+      return { status: res.status, body: (await res.json()) as GraphQLAnswer['body'] };
+    };
+    try {
+      const spoofers: Member[] = [];
+      for (let m = 0; m < 6; m++) spoofers.push(await member(acme, `spoof${m}@acme.test`, 'OPERATOR'));
+      for (const m of spoofers.slice(0, 5)) {
+        for (let i = 0; i < 4; i++) {
+          expect(code(await direct(VIEW, { code: 'BCDF-GHJK' }, m.token))).toBe('NOT_FOUND');
+        }
+      }
+      // 20 wrong guesses from 127.0.0.2, whatever they claimed: that address is locked for everyone.
+      expect(code(await direct(VIEW, { code: (await ask()).userCode }, spoofers[5]!.token))).toBe(
+        'RATE_LIMITED',
+      );
+    } finally {
+      await dispatcher.close();
+    }
   });
 });
 
