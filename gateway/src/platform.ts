@@ -152,7 +152,9 @@ export async function startPlatform(input: Config, opts: PlatformOptions): Promi
     config.subgraphPorts.identity = Number(new URL(identityServed.url).port);
 
     const devTenant =
-      config.mode === 'development' ? await ensureDevelopmentTenant({ config, db: dbs.identity, log }) : null;
+      config.mode === 'development'
+        ? await ensureDevelopmentTenant({ config, owner: handle.owner, log })
+        : null;
 
     for (const module of others) {
       const verifyToken = createTokenVerifier({

@@ -549,7 +549,9 @@ describe('agent message store', () => {
     await ack(forever.id, 'ACKNOWLEDGED', at(63));
     expect((await read(at(64))).position).toEqual({ lastSeq: 3, cursorSeq: 3 });
     const [done] = (
-      await withTenant(p.platform.dbs.coordination, auth(tenant), (tx) => agentMessagesById(tx, [delivered.id], at(64)))
+      await withTenant(p.platform.dbs.coordination, auth(tenant), (tx) =>
+        agentMessagesById(tx, [delivered.id], at(64)),
+      )
     ).values();
     expect(done).toMatchObject({
       state: 'ACKNOWLEDGED',

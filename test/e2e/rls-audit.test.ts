@@ -180,7 +180,7 @@ describe('Row-Level Security on every tenant table', () => {
         for (const role of roles) {
           const { rows } = await owner().query<{ privileges: string[] }>(
             // By oid: resolving the name would need USAGE on the schema (PGlite's owner query runs as the app role).
-          `WITH t AS (SELECT c.oid FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+            `WITH t AS (SELECT c.oid FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
                        WHERE n.nspname || '.' || c.relname = $2)
            SELECT array_remove(ARRAY[
                     CASE WHEN has_table_privilege($1, t.oid, 'SELECT') THEN 'SELECT' END,
@@ -217,15 +217,13 @@ describe("the application role and each service's role", () => {
       [roles],
     );
     expect(rows).toEqual(
-      [...roles]
-        .sort()
-        .map((rolname) => ({
-          rolname,
-          rolsuper: false,
-          rolbypassrls: false,
-          rolcreaterole: false,
-          rolcreatedb: false,
-        })),
+      [...roles].sort().map((rolname) => ({
+        rolname,
+        rolsuper: false,
+        rolbypassrls: false,
+        rolcreaterole: false,
+        rolcreatedb: false,
+      })),
     );
   });
 

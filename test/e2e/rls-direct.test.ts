@@ -59,7 +59,7 @@ let b: Tenant;
 
 /** A tenant with one row in every table a subgraph writes, created through the subgraphs' own store functions. */
 async function seedTenant(name: string): Promise<Tenant> {
-  const boot = await bootstrapTenant(dbs.identity, {
+  const boot = await bootstrapTenant(handle.owner, {
     tenantName: name,
     email: `owner-${randomUUID().slice(0, 8)}@${name.toLowerCase()}.test`,
     displayName: `Owner of ${name}`,

@@ -149,6 +149,14 @@ describe('one role per service', () => {
     }
   });
 
+  it("keeps tenant creation with the operator: identity's own role cannot bootstrap a tenant or an owner", async () => {
+    for (const sql of [
+      "SELECT * FROM identity.bootstrap_tenant('Evil', 'evil@evil.test', 'Evil')",
+      "SELECT identity.set_development_password('scrypt$x')",
+    ])
+      await expect(dbs.identity.query(sql), sql).rejects.toThrow(PERMISSION);
+  });
+
   it('lets only identity write the revocation list; every service and the gateway read it', async () => {
     const insert = `INSERT INTO runtime.token_revocations (kind, value, expires_at) VALUES ('jti', 'x', now())`;
     for (const who of ['memory', 'coordination', 'catalog', 'gateway'] as const) {
@@ -162,7 +170,7 @@ describe('one role per service', () => {
   });
 
   it("cannot mint a token as memory: the signing key is identity's (the reported exploit)", async () => {
-    const owner = await bootstrapTenant(dbs.identity, {
+    const owner = await bootstrapTenant(handle.owner, {
       tenantName: 'Acme',
       email: 'owner@acme.test',
       displayName: 'Owner',
@@ -192,7 +200,7 @@ describe('private keys stored sealed', () => {
     const vault = keyVault(config);
     await issuerKeys(dbs.identity, vault); // the issuer's keys exist once a token was issued (above) or here
     await ensureIntentKeys(dbs.coordination, vault);
-    const tenant = await bootstrapTenant(dbs.identity, {
+    const tenant = await bootstrapTenant(handle.owner, {
       tenantName: 'Sealco',
       email: 'owner@sealco.test',
       displayName: 'Owner',
@@ -309,7 +317,7 @@ describe('private keys stored sealed', () => {
     // Under the old key alone nothing opens, and the error names the key it needs (never a key's bytes).
     await expect(issuerKeys(dbs.identity, old)).rejects.toThrow(onlyNext.activeId);
     // A token signed after the rotation verifies against the published keys, as before.
-    const tenant = await bootstrapTenant(dbs.identity, {
+    const tenant = await bootstrapTenant(handle.owner, {
       tenantName: 'Rotaco',
       email: 'owner@rotaco.test',
       displayName: 'Owner',

@@ -131,7 +131,7 @@ export async function startTestPlatform(
       if (!owner) {
         const email = `owner.${randomUUID().slice(0, 8)}@${tenant.toLowerCase().replace(/[^a-z0-9]+/g, '-')}.test`;
         const displayName = o.displayName ?? `Owner of ${tenant}`;
-        const r = await bootstrapTenant(platform.dbs.identity, { tenantName: tenant, email, displayName });
+        const r = await bootstrapTenant(platform.owner, { tenantName: tenant, email, displayName });
         owner = { tenantId: r.tenantId, userId: r.userId, email, displayName };
         owners.set(tenant, owner);
       }

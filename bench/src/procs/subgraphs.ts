@@ -92,7 +92,7 @@ const subgraphUrls: Record<string, string> = Object.fromEntries(
 );
 
 // --- seed: a tenant and its owner, a token, rooms with messages ---------------------------------------------
-const boot = await bootstrapTenant(db, {
+const boot = await bootstrapTenant(platform.owner, {
   tenantName: 'Bench tenant',
   email: `bench-${Date.now()}@example.com`,
   displayName: 'Bench Owner',

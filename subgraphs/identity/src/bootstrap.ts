@@ -1,6 +1,7 @@
 /**
  * Creating the first tenant: tenant + user + OWNER membership in one transaction, through the SECURITY DEFINER
- * function identity.bootstrap_tenant (the app role cannot insert tenants, users or memberships itself).
+ * function identity.bootstrap_tenant, on the owner's (migrating role's) connection: identity's own role can neither
+ * insert tenants, users or memberships nor call that function (migration 009).
  * Used by the admin CLI (src/cli.ts) and, in development mode only, by `npm start` (ensureDevelopmentTenant), which
  * also gives dev@localhost a random password and writes it to <DATA_DIR>/dev-credentials.json (mode 0600).
  * There is no built-in default password anywhere.
@@ -96,9 +97,12 @@ export function developmentCredentialsPath(config: Pick<Config, 'dataDir'>): str
  * Tokens: sign in at /signin, or POST /dev/token {"email":"dev@localhost"}.
  */
 export async function ensureDevelopmentTenant(
-  deps: Pick<SubgraphDeps, 'config' | 'db' | 'log'>,
+  deps: Pick<SubgraphDeps, 'config' | 'log'> & {
+    /** The owner's (migrating role's) connection: identity's own role may not create tenants. */
+    owner: Queryable & Pick<Database, 'transaction'>;
+  },
 ): Promise<DevelopmentTenant | null> {
-  const { config, db, log } = deps;
+  const { config, owner: db, log } = deps;
   if (config.mode !== 'development') {
     throw new Error(
       'ensureDevelopmentTenant runs in development mode only; use `npm run admin -- bootstrap` in production.',

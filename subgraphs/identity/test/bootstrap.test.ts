@@ -82,13 +82,13 @@ describe('bootstrapTenant', () => {
   afterAll(() => close(o));
 
   it('creates tenant, user and OWNER membership; again with the same e-mail and name returns the same ids', async () => {
-    const first = await bootstrapTenant(o.db, {
+    const first = await bootstrapTenant(o.handle.owner, {
       tenantName: 'Acme',
       email: 'Ada@Example.com',
       displayName: 'Ada',
     });
     expect(first.created).toBe(true);
-    const again = await bootstrapTenant(o.db, {
+    const again = await bootstrapTenant(o.handle.owner, {
       tenantName: 'Acme',
       email: 'ada@example.com ',
       displayName: 'Other',
@@ -102,12 +102,12 @@ describe('bootstrapTenant', () => {
   });
 
   it('makes an existing user the owner of a second tenant', async () => {
-    const acme = await bootstrapTenant(o.db, {
+    const acme = await bootstrapTenant(o.handle.owner, {
       tenantName: 'Acme',
       email: 'ada@example.com',
       displayName: 'Ada',
     });
-    const labs = await bootstrapTenant(o.db, {
+    const labs = await bootstrapTenant(o.handle.owner, {
       tenantName: 'Acme Labs',
       email: 'ada@example.com',
       displayName: 'Ada',
@@ -119,19 +119,19 @@ describe('bootstrapTenant', () => {
 
   it('gives the same answer to concurrent identical calls (one tenant)', async () => {
     const input = { tenantName: 'Initech', email: 'peter@initech.test', displayName: 'Peter' };
-    const results = await Promise.all([1, 2, 3].map(() => bootstrapTenant(o.db, input)));
+    const results = await Promise.all([1, 2, 3].map(() => bootstrapTenant(o.handle.owner, input)));
     expect(new Set(results.map((r) => r.tenantId)).size).toBe(1);
     expect(results.filter((r) => r.created)).toHaveLength(1);
   });
 
   it('validates input and names the field', async () => {
     await expect(
-      bootstrapTenant(o.db, { tenantName: '', email: 'x@y.z', displayName: 'X' }),
+      bootstrapTenant(o.handle.owner, { tenantName: '', email: 'x@y.z', displayName: 'X' }),
     ).rejects.toMatchObject({
       extensions: { code: 'BAD_USER_INPUT', field: 'tenantName' },
     });
     await expect(
-      bootstrapTenant(o.db, { tenantName: 'T', email: 'nope', displayName: 'X' }),
+      bootstrapTenant(o.handle.owner, { tenantName: 'T', email: 'nope', displayName: 'X' }),
     ).rejects.toMatchObject({
       extensions: { code: 'BAD_USER_INPUT', field: 'email' },
     });
@@ -147,7 +147,11 @@ describe('ensureDevelopmentTenant', () => {
 
   it('refuses outside development mode', async () => {
     await expect(
-      ensureDevelopmentTenant({ config: { ...o.config, mode: 'production' }, db: o.db, log: quiet }),
+      ensureDevelopmentTenant({
+        config: { ...o.config, mode: 'production' },
+        owner: o.handle.owner,
+        log: quiet,
+      }),
     ).rejects.toThrow(/development mode only/);
   });
 
@@ -157,7 +161,7 @@ describe('ensureDevelopmentTenant', () => {
       const lines: string[] = [];
       const log = createLogger({}, { write: (l) => lines.push(l) });
       const config = { ...o.config, dataDir };
-      const first = await ensureDevelopmentTenant({ config, db: o.db, log });
+      const first = await ensureDevelopmentTenant({ config, owner: o.handle.owner, log });
       expect(first).toMatchObject({
         email: 'dev@localhost',
         created: true,
@@ -180,7 +184,7 @@ describe('ensureDevelopmentTenant', () => {
       expect(await verifyPassword(creds['password']!, hash.rows[0]!.password_hash)).toBe(true);
 
       // Next start: same tenant, same file, the password untouched.
-      const next = await ensureDevelopmentTenant({ config, db: o.db, log });
+      const next = await ensureDevelopmentTenant({ config, owner: o.handle.owner, log });
       expect(next).toEqual({ ...first, created: false });
       expect(JSON.parse(readFileSync(file, 'utf8'))).toEqual(creds);
       const again = await o.db.query<{ password_hash: string }>(
@@ -204,7 +208,7 @@ describe('ensureDevelopmentTenant', () => {
         DATA_DIR: 'memory://',
         TOKEN_ISSUER: 'http://identity.test',
       });
-      const r = await ensureDevelopmentTenant({ config, db: c.db, log: quiet });
+      const r = await ensureDevelopmentTenant({ config, owner: c.handle.owner, log: quiet });
       expect(r!.credentialsFile).toMatch(
         new RegExp(`^${tmpdir()}/agentgraph-dev-[^/]+/dev-credentials\\.json$`),
       );

@@ -118,16 +118,8 @@ export async function startIdentity(
       now,
     );
 
+  // On PGlite the owner's statements step out of the app role for themselves (runtime/src/db/pglite.ts).
   async function asOwner<Row>(sql: string, params: unknown[] = []): Promise<Row[]> {
-    if (db.driver === 'pglite') {
-      // One PGlite connection serves both: step out of the app role for this statement only.
-      await handle.owner.query('RESET ROLE');
-      try {
-        return (await handle.owner.query<Row>(sql, params)).rows;
-      } finally {
-        await handle.owner.query(`SET ROLE ${config.appRole}`);
-      }
-    }
     return (await handle.owner.query<Row>(sql, params)).rows;
   }
 
@@ -155,7 +147,7 @@ export async function startIdentity(
       return { status: res.status, body: (await res.json()) as GraphQLAnswer['body'] };
     },
     async tenant(name, email, role = 'OWNER') {
-      const { tenantId, userId } = await bootstrapTenant(db, {
+      const { tenantId, userId } = await bootstrapTenant(handle.owner, {
         tenantName: name,
         email,
         displayName: name + ' owner',

@@ -78,19 +78,9 @@ export async function startMemoryHarness(
     driver: database.driver,
     clock,
     db,
-    owner: {
-      // PGlite is one session that the app switched to its role: step out of it for the query (as identity's web
-      // harness does). On PostgreSQL the owner has connections of its own.
-      async query<Row>(sql: string, params?: unknown[]) {
-        if (db.driver !== 'pglite') return handle.owner.query<Row>(sql, params);
-        await handle.owner.query('RESET ROLE');
-        try {
-          return await handle.owner.query<Row>(sql, params);
-        } finally {
-          await handle.owner.query(`SET ROLE ${config.appRole}`);
-        }
-      },
-    },
+    // On PGlite the owner's statements step out of the app role for themselves (runtime/src/db/pglite.ts); on
+    // PostgreSQL the owner has connections of its own.
+    owner: handle.owner,
     async gql(p, query, variables) {
       const headers: Record<string, string> = {
         'content-type': 'application/json',

@@ -92,7 +92,7 @@ async function answer(raw: unknown): Promise<Record<string, unknown>> {
   const req = Request.parse(raw);
   switch (req.type) {
     case 'member': {
-      const { tenantId, userId } = await bootstrapTenant(db, {
+      const { tenantId, userId } = await bootstrapTenant(handle.owner, {
         tenantName: 'Auth bench tenant',
         email: `auth-bench-${Date.now()}@example.com`,
         displayName: 'Auth Bench Owner',

@@ -96,7 +96,7 @@ export async function startOAuthIdentity(env: Record<string, string> = {}): Prom
     verify,
     logs,
     async member(tenant, email) {
-      const { tenantId, userId } = await bootstrapTenant(db, {
+      const { tenantId, userId } = await bootstrapTenant(handle.owner, {
         tenantName: tenant,
         email,
         displayName: email.split('@')[0]!,

@@ -84,15 +84,8 @@ export async function startWeb(env: Record<string, string> = {}): Promise<WebHar
   );
   const base = `http://127.0.0.1:${port}`;
 
+  // On PGlite the owner's statements step out of the app role for themselves (runtime/src/db/pglite.ts).
   const asOwner: WebHarness['asOwner'] = async <Row>(sql: string, params: unknown[] = []) => {
-    if (db.driver === 'pglite') {
-      await handle.owner.query('RESET ROLE');
-      try {
-        return (await handle.owner.query<Row>(sql, params)).rows;
-      } finally {
-        await handle.owner.query(`SET ROLE ${config.appRole}`);
-      }
-    }
     return (await handle.owner.query<Row>(sql, params)).rows;
   };
 
@@ -106,7 +99,7 @@ export async function startWeb(env: Record<string, string> = {}): Promise<WebHar
     clock,
     logs,
     async user({ tenant, email, password = 'a long enough passphrase', params }) {
-      const { tenantId, userId } = await bootstrapTenant(db, {
+      const { tenantId, userId } = await bootstrapTenant(handle.owner, {
         tenantName: tenant,
         email,
         displayName: email.split('@')[0]!,
