@@ -179,6 +179,42 @@ export class KeyVault {
   }
 }
 
+/** One table of stored keys, as `resealStoredKeys` walks it. */
+export interface StoredKeys<Row> {
+  /** Up to `limit` rows whose stored key is not sealed under the KEK `kek` (plain, or another KEK's). */
+  due(kek: string, limit: number): Promise<Row[]>;
+  /** The stored value of a row (a sealed value, or a plain key from before encryption). */
+  stored(row: Row): unknown;
+  /** What the row's key is sealed for (`KeyVault.seal`'s context). */
+  context(row: Row): string;
+  /** Stores `sealed` in place of the row's value if that is still what `due` read; whether it did. */
+  replace(row: Row, sealed: SealedSecret): Promise<boolean>;
+}
+
+/**
+ * Seals every stored key that is not sealed under the vault's active KEK (keys from before encryption, keys under
+ * an older KEK), page by page; each replacement is a compare-and-set, so replicas starting together are safe.
+ * Returns how many it sealed. Every service runs this for its own keys when it starts.
+ */
+export async function resealStoredKeys<Row>(
+  vault: KeyVault,
+  table: StoredKeys<Row>,
+  pageSize = 500,
+): Promise<number> {
+  let sealed = 0;
+  for (;;) {
+    const rows = await table.due(vault.activeId, pageSize);
+    let changed = 0;
+    for (const row of rows) {
+      const next = vault.reseal(table.stored(row), table.context(row));
+      if (next && (await table.replace(row, next))) changed++;
+    }
+    sealed += changed;
+    // A short page is the last; a page where nothing changed (another replica got there first) ends it too.
+    if (rows.length < pageSize || changed === 0) return sealed;
+  }
+}
+
 const vaults = new WeakMap<readonly Buffer[], KeyVault>();
 
 /** The vault of a configuration (`config.keyEncryptionKeys`), made once per key list. */

@@ -5,7 +5,7 @@
  * role may call the SECURITY DEFINER functions of migrations/001_identity.sql that read it. `kid` is the RFC 7638
  * thumbprint of the public key. Nothing here logs key material.
  */
-import type { KeyVault, Queryable } from '@agentgraph/runtime';
+import { resealStoredKeys, type KeyVault, type Queryable } from '@agentgraph/runtime';
 import {
   calculateJwkThumbprint,
   exportJWK,
@@ -71,22 +71,26 @@ function openPrivate(vault: KeyVault, row: { kid: string; private_jwk: unknown }
  * encryption, and keys sealed under an older KEK (rotation). Safe across replicas (each update applies only if the
  * row is still what was read). Returns how many it sealed.
  */
-export async function sealStoredSigningKeys(db: Queryable, vault: KeyVault): Promise<number> {
-  const r = await db.query<{ kid: string; private_jwk: unknown }>(
-    'SELECT kid, private_jwk FROM identity.signing_keys_to_seal($1)',
-    [vault.activeId],
+export function sealStoredSigningKeys(db: Queryable, vault: KeyVault): Promise<number> {
+  return resealStoredKeys<{ kid: string; private_jwk: unknown }>(
+    vault,
+    {
+      // A handful of rows (active, pending, retired): one page.
+      due: async (kek) =>
+        (await db.query('SELECT kid, private_jwk FROM identity.signing_keys_to_seal($1)', [kek]))
+          .rows as never,
+      stored: (row) => row.private_jwk,
+      context: (row) => contextOf(row.kid),
+      replace: async (row, sealed) =>
+        (
+          await db.query<{ ok: boolean }>(
+            'SELECT identity.reseal_signing_key($1, $2::text::jsonb, $3::text::jsonb) AS ok',
+            [row.kid, JSON.stringify(row.private_jwk), JSON.stringify(sealed)],
+          )
+        ).rows[0]?.ok === true,
+    },
+    Number.MAX_SAFE_INTEGER,
   );
-  let sealed = 0;
-  for (const row of r.rows) {
-    const next = vault.reseal(row.private_jwk, contextOf(row.kid));
-    if (!next) continue;
-    const u = await db.query<{ ok: boolean }>(
-      'SELECT identity.reseal_signing_key($1, $2::text::jsonb, $3::text::jsonb) AS ok',
-      [row.kid, JSON.stringify(row.private_jwk), JSON.stringify(next)],
-    );
-    if (u.rows[0]?.ok) sealed++;
-  }
-  return sealed;
 }
 
 /**

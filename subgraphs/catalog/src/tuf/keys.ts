@@ -5,7 +5,7 @@
  * tenant and key id, and only the catalog's role can read the table.
  */
 import { createHash, createPrivateKey, generateKeyPairSync, sign, type KeyObject } from 'node:crypto';
-import type { KeyVault, Queryable } from '@agentgraph/runtime';
+import { resealStoredKeys, type KeyVault, type Queryable } from '@agentgraph/runtime';
 import { Key, Signature } from '@tufjs/models';
 
 export const TOP_ROLES = ['root', 'targets', 'snapshot', 'timestamp'] as const;
@@ -51,29 +51,31 @@ export function sealedPem(vault: KeyVault, tenantId: string, keyId: string, pem:
  * Seals every stored private key, of every tenant, not sealed under the active key-encryption key (keys from
  * before encryption, or an older KEK's), in batches. Safe across replicas. Returns how many it sealed.
  */
-export async function sealStoredCatalogKeys(db: Queryable, vault: KeyVault, batch = 500): Promise<number> {
-  let sealed = 0;
-  for (;;) {
-    const r = await db.query<{ tenant_id: string; key_id: string; private_key: string }>(
-      'SELECT tenant_id, key_id, private_key FROM catalog.signing_keys_to_seal($1, $2)',
-      [vault.activeId, batch],
-    );
-    let changed = 0;
-    for (const row of r.rows) {
-      const next = vault.reseal(row.private_key, sealContextOf(row.tenant_id, row.key_id));
-      if (!next) continue;
-      const u = await db.query<{ ok: boolean }>('SELECT catalog.reseal_signing_key($1, $2, $3, $4) AS ok', [
-        row.tenant_id,
-        row.key_id,
-        row.private_key,
-        JSON.stringify(next),
-      ]);
-      if (u.rows[0]?.ok) changed++;
-    }
-    sealed += changed;
-    // A short page is the last; a page where nothing changed (another replica raced us) ends it too.
-    if (r.rows.length < batch || changed === 0) return sealed;
-  }
+export function sealStoredCatalogKeys(db: Queryable, vault: KeyVault, pageSize = 500): Promise<number> {
+  return resealStoredKeys<{ tenant_id: string; key_id: string; private_key: string }>(
+    vault,
+    {
+      due: async (kek, limit) =>
+        (
+          await db.query('SELECT tenant_id, key_id, private_key FROM catalog.signing_keys_to_seal($1, $2)', [
+            kek,
+            limit,
+          ])
+        ).rows as never,
+      stored: (row) => row.private_key,
+      context: (row) => sealContextOf(row.tenant_id, row.key_id),
+      replace: async (row, sealed) =>
+        (
+          await db.query<{ ok: boolean }>('SELECT catalog.reseal_signing_key($1, $2, $3, $4) AS ok', [
+            row.tenant_id,
+            row.key_id,
+            row.private_key,
+            JSON.stringify(sealed),
+          ])
+        ).rows[0]?.ok === true,
+    },
+    pageSize,
+  );
 }
 
 export async function insertTufKey(

@@ -6,7 +6,7 @@
  * (published ahead, so desktops already hold it when it becomes active), retired (published 2 h more).
  * `kid` is the RFC 7638 thumbprint. Nothing here logs key material.
  */
-import type { KeyVault, Queryable } from '@agentgraph/runtime';
+import { resealStoredKeys, type KeyVault, type Queryable } from '@agentgraph/runtime';
 import {
   calculateJwkThumbprint,
   exportJWK,
@@ -57,22 +57,26 @@ export async function ensureIntentKeys(db: Queryable, vault: KeyVault): Promise<
  * Seals every stored private half not sealed under the active key-encryption key (keys from before encryption, or
  * an older KEK's). Safe across replicas. Returns how many it sealed.
  */
-export async function sealStoredIntentKeys(db: Queryable, vault: KeyVault): Promise<number> {
-  const r = await db.query<{ kid: string; private_jwk: unknown }>(
-    'SELECT kid, private_jwk FROM coordination.intent_keys_to_seal($1)',
-    [vault.activeId],
+export function sealStoredIntentKeys(db: Queryable, vault: KeyVault): Promise<number> {
+  return resealStoredKeys<{ kid: string; private_jwk: unknown }>(
+    vault,
+    {
+      // A handful of rows (active, pending, retired): one page.
+      due: async (kek) =>
+        (await db.query('SELECT kid, private_jwk FROM coordination.intent_keys_to_seal($1)', [kek]))
+          .rows as never,
+      stored: (row) => row.private_jwk,
+      context: (row) => contextOf(row.kid),
+      replace: async (row, sealed) =>
+        (
+          await db.query<{ ok: boolean }>(
+            'SELECT coordination.reseal_intent_key($1, $2::text::jsonb, $3::text::jsonb) AS ok',
+            [row.kid, JSON.stringify(row.private_jwk), JSON.stringify(sealed)],
+          )
+        ).rows[0]?.ok === true,
+    },
+    Number.MAX_SAFE_INTEGER,
   );
-  let sealed = 0;
-  for (const row of r.rows) {
-    const next = vault.reseal(row.private_jwk, contextOf(row.kid));
-    if (!next) continue;
-    const u = await db.query<{ ok: boolean }>(
-      'SELECT coordination.reseal_intent_key($1, $2::text::jsonb, $3::text::jsonb) AS ok',
-      [row.kid, JSON.stringify(row.private_jwk), JSON.stringify(next)],
-    );
-    if (u.rows[0]?.ok) sealed++;
-  }
-  return sealed;
 }
 
 /** Promotes the pending key when the active one is older than `minAgeSeconds`, then offers a new pending key. */
