@@ -69,6 +69,24 @@ describe.skipIf(!onPostgres)('a PostgreSQL outage through the gateway', () => {
 
   const gql = (query: string, variables?: Record<string, unknown>) => p.gql(query, variables, user.token);
 
+  /** A standard client refreshing a token (an unknown one: oidc-provider looks it up in the database first). */
+  async function refreshAtTokenEndpoint() {
+    const res = await fetch(`${p.platform.subgraphs.identity}/oauth/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' },
+      body: new URLSearchParams({
+        grant_type: 'refresh_token',
+        refresh_token: 'an-unknown-refresh-token',
+        client_id: 'agentgraph-desktop',
+      }),
+    });
+    return {
+      status: res.status,
+      retryAfter: res.headers.get('retry-after'),
+      body: (await res.json()) as Record<string, unknown>,
+    };
+  }
+
   function expectUnavailable(r: GraphQLResult, what: string): void {
     expect(r.status, `${what}: ${JSON.stringify(r.errors ?? r.raw)}`).toBe(503);
     expect(r.headers.get('retry-after'), what).toBe('2');
@@ -97,8 +115,15 @@ describe.skipIf(!onPostgres)('a PostgreSQL outage through the gateway', () => {
     const key = randomUUID();
     expectUnavailable(await gql(CREATE_ROOM, { n: 'during the outage', k: key }), 'createRoom');
     expect((await fetch(`${p.gatewayUrl}/readyz`)).status).toBe(503);
+    // Identity's OAuth endpoints (oidc-provider's own error handling) say so too: 503, Retry-After,
+    // temporarily_unavailable, not 500 server_error.
+    const down = await refreshAtTokenEndpoint();
+    expect(down.status, JSON.stringify(down.body)).toBe(503);
+    expect(down.retryAfter).toBe('2');
+    expect(down.body['error']).toBe('temporarily_unavailable');
 
     await proxy.up();
+    expect((await refreshAtTokenEndpoint()).body['error']).toBe('invalid_grant');
     for (const [subgraph, query] of Object.entries(READS)) {
       const r = await gql(query);
       expect(r.status, `${subgraph}: ${JSON.stringify(r.errors)}`).toBe(200);

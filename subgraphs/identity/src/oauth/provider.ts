@@ -10,7 +10,7 @@
  * internal weak_cache helper — pinned version, covered by the openid-client tests).
  */
 import type { Config, Logger, Queryable } from '@agentgraph/runtime';
-import { CLOCK_TOLERANCE_SECONDS, revokeTokens } from '@agentgraph/runtime';
+import { classifyDatabaseError, CLOCK_TOLERANCE_SECONDS, revokeTokens } from '@agentgraph/runtime';
 import Provider, { errors, type Configuration, type KoaContextWithOIDC } from 'oidc-provider';
 // oidc-provider has no exports map; this is its internal per-instance state reader (see the note above).
 import instance from 'oidc-provider/lib/helpers/weak_cache.js';
@@ -229,7 +229,25 @@ export function buildProvider(opts: ProviderOptions): Provider {
     const description = invalidGrantDescription((error as { error_detail?: unknown }).error_detail);
     if (description) ctx.body = { ...body, error_description: description };
   });
-  provider.on('server_error', (_ctx, error) => log.error('oauth server error', { error }));
+  provider.on('server_error', (ctx, error) => {
+    // The database being unreachable is an outage, not a bug: 503 with Retry-After, which clients retry (RFC 6749
+    // names it temporarily_unavailable), instead of oidc-provider's 500 server_error.
+    const outage = classifyDatabaseError(error);
+    if (outage?.code === 'SERVICE_UNAVAILABLE') {
+      const seconds = Math.ceil(Number(outage.extensions['retryAfterMs']) / 1000);
+      log.warn('oauth request failed: database unavailable', { path: ctx.path, error });
+      ctx.status = 503;
+      ctx.set('retry-after', String(seconds));
+      if (ctx.body && typeof ctx.body === 'object') {
+        ctx.body = {
+          error: 'temporarily_unavailable',
+          error_description: `the authorization server's database is unavailable; retry after ${seconds} s`,
+        };
+      }
+      return;
+    }
+    log.error('oauth server error', { error });
+  });
   provider.on('grant.revoked', (_ctx, grantId) => log.info('oauth grant revoked', { grantId }));
   return provider;
 }
