@@ -463,6 +463,41 @@ describe('who may call what (subgraphs/identity/README.md)', () => {
     expect(ws.workspace).toEqual({ id: workspaceId });
   });
 
+  it("memory: a device changes only the records it wrote (itself or its sidecar), never a person's or another device's", async () => {
+    const PUT =
+      'mutation M($i: ID!, $w: ID!, $c: String!, $k: ID!) { putMemory(id: $i, input: { workspaceId: $w, kind: "note", content: $c }, idempotencyKey: $k) { record { id version content } } }';
+    const READ = 'query R($i: ID!) { memoryRecord(id: $i) { content version } }';
+    const put = (id: string, content: string, token: string) =>
+      p.gql(PUT, { i: id, w: workspaceId, c: content, k: k() }, token);
+    const contentOf = async (id: string) => (await ok(READ, { i: id }, owner.token)).memoryRecord;
+    // The device's own record: it, and its sidecar (the same device), may change it.
+    const mine = randomUUID();
+    expect((await put(mine, 'desk v1', desk.token)).errors).toBeUndefined();
+    expect((await put(mine, 'desk v2', desk.token)).errors).toBeUndefined();
+    expect((await put(mine, 'sidecar v3', sidecar)).errors).toBeUndefined();
+    expect(await contentOf(mine)).toEqual({ content: 'sidecar v3', version: 3 });
+    // A person's record, and the other device's: refused, unchanged.
+    const persons = randomUUID();
+    expect((await put(persons, "owner's note", owner.token)).errors).toBeUndefined();
+    const theirs = randomUUID();
+    expect((await put(theirs, "other's note", other.token)).errors).toBeUndefined();
+    for (const [id, token] of [
+      [persons, desk.token],
+      [persons, sidecar],
+      [theirs, desk.token],
+      [mine, other.token],
+    ] as const) {
+      const r = await put(id, 'overwritten', token);
+      expect(codeOf(r), JSON.stringify(r.errors)).toBe('FORBIDDEN');
+    }
+    expect(await contentOf(persons)).toEqual({ content: "owner's note", version: 1 });
+    expect(await contentOf(theirs)).toEqual({ content: "other's note", version: 1 });
+    expect(await contentOf(mine)).toEqual({ content: 'sidecar v3', version: 3 });
+    // A person may still change a device's record; it is then the person's.
+    expect((await put(mine, 'taken over', owner.token)).errors).toBeUndefined();
+    expect(codeOf(await put(mine, 'back again', desk.token))).toBe('FORBIDDEN');
+  });
+
   it("the catalog: the device reads plugins and the TUF repository; publishing and review are a person's", async () => {
     const none = randomUUID();
     const read = await ok(

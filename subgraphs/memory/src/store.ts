@@ -250,11 +250,18 @@ export async function putRecord(
     JSON.stringify(clean.metadata),
     embedding,
     put.expiresAt ? put.expiresAt.toISOString() : null,
+    auth.deviceId ?? null,
   ];
   const NORM = `CASE WHEN $7::real[] IS NULL THEN NULL ELSE sqrt((SELECT sum(x::float8 * x::float8) FROM unnest($7::real[]) x)) END`;
   for (let attempt = 0; attempt < 2; attempt++) {
-    const current = await tx.query<{ workspace_id: string; version: number; expired: boolean }>(
-      `SELECT workspace_id, version, (expires_at IS NOT NULL AND expires_at <= $2::timestamptz) AS expired
+    const current = await tx.query<{
+      workspace_id: string;
+      version: number;
+      expired: boolean;
+      author_device: string | null;
+    }>(
+      `SELECT workspace_id, version, (expires_at IS NOT NULL AND expires_at <= $2::timestamptz) AS expired,
+              author_device
          FROM memory.records WHERE id = $1 FOR NO KEY UPDATE`,
       [put.id, now.toISOString()],
     );
@@ -271,13 +278,22 @@ export async function putRecord(
           { field: 'id' },
         );
       }
+      if (auth.deviceId && row.author_device !== auth.deviceId) {
+        // A device acts as itself, not as the member who enrolled it: it changes only what it wrote.
+        throw new AppError(
+          'FORBIDDEN',
+          'A device may change only the memory records it wrote; this one was written by a person or another device. Write it under a new id.',
+          { field: 'id' },
+        );
+      }
       if (put.expectedVersion != null && put.expectedVersion !== row.version) {
         throw versionConflict(row.version);
       }
       const updated = await tx.query<RecordRow>(
         `UPDATE memory.records AS r
             SET kind = $2, content = $3, tags = $4, author = $5, version = r.version + 1, updated_at = now(),
-                metadata = $6::jsonb, embedding = $7::real[], embedding_norm = ${NORM}, expires_at = $8
+                metadata = $6::jsonb, embedding = $7::real[], embedding_norm = ${NORM}, expires_at = $8,
+                author_device = $9
           WHERE r.id = $1
           RETURNING ${RECORD}`,
         [put.id, ...values],
@@ -292,8 +308,8 @@ export async function putRecord(
     if (put.expectedVersion != null && put.expectedVersion !== 0) throw versionConflict(0);
     const inserted = await tx.query<RecordRow>(
       `INSERT INTO memory.records AS r (tenant_id, id, workspace_id, version,
-              kind, content, tags, author, metadata, embedding, embedding_norm, expires_at)
-       VALUES ($9, $1, $10, 1, $2, $3, $4, $5, $6::jsonb, $7::real[], ${NORM}, $8)
+              kind, content, tags, author, metadata, embedding, embedding_norm, expires_at, author_device)
+       VALUES ($10, $1, $11, 1, $2, $3, $4, $5, $6::jsonb, $7::real[], ${NORM}, $8, $9)
        ON CONFLICT (tenant_id, id) DO NOTHING
        RETURNING ${RECORD}`,
       [put.id, ...values, auth.tenantId, workspace.id],
