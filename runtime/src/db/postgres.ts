@@ -250,7 +250,10 @@ export async function openPostgres(
     };
     try {
       if (login) {
-        const variable = service && logins.services?.[service] ? `DATABASE_${service.toUpperCase()}_URL` : 'DATABASE_APP_URL';
+        const variable =
+          service && logins.services?.[service]
+            ? `DATABASE_${service.toUpperCase()}_URL`
+            : 'DATABASE_APP_URL';
         await assertOwnLogin(pool, role, appRole, variable);
       }
     } catch (err) {

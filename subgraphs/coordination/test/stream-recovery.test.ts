@@ -28,9 +28,11 @@ const log = createLogger({ service: 'coordination-test' }, { level: 'error', wri
 
 beforeAll(async () => {
   testDb = await provisionTestDatabase();
-  ({ db, handle } = await openDatabase(loadConfig({ ...testDb.env, LOG_LEVEL: 'error' }), [
-    coordinationSubgraph.migrations,
-  ], 'coordination'));
+  ({ db, handle } = await openDatabase(
+    loadConfig({ ...testDb.env, LOG_LEVEL: 'error' }),
+    [coordinationSubgraph.migrations],
+    'coordination',
+  ));
 });
 afterAll(async () => {
   await handle?.close();

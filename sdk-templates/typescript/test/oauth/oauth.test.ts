@@ -191,7 +191,9 @@ describe('end to end against the platform', () => {
     const auth = { tenantId: owner.tenantId, principalId: owner.userId, role: 'OWNER' as const, scopes: [] };
     const polling = pollDeviceToken(endpoints, { clientId: 'agentgraph-desktop', authorization: da });
     const { deviceId } = await withUserCodeGuard(oauth, auth, () =>
-      withTenant(p.platform.dbs.identity, auth, (tx) => approveDeviceAuthorization(oauth, tx, auth, da.userCode)),
+      withTenant(p.platform.dbs.identity, auth, (tx) =>
+        approveDeviceAuthorization(oauth, tx, auth, da.userCode),
+      ),
     );
     const tokens = await polling;
     expect(decodeJwt(tokens.accessToken)).toMatchObject({ did: deviceId, tid: owner.tenantId });
