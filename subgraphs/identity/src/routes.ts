@@ -54,9 +54,15 @@ const DevTokenRequest = z.object({
     .optional(),
 });
 
-export function jwksRoute(deps: Pick<SubgraphDeps, 'db'>): RouteHandler {
+/**
+ * The JWKS, once the issuer's keys are set up (the active key and the pending one published ahead of rotation), so
+ * that no verifier caches a set without the next key. `keysReady` is the OAuth service's start (retried after a
+ * failure; a database outage answers 503).
+ */
+export function jwksRoute(deps: Pick<SubgraphDeps, 'db'>, keysReady: () => Promise<void>): RouteHandler {
   return async (req, res) => {
     if (!allow(req, res, ['GET', 'HEAD'])) return;
+    await keysReady();
     const jwks = await publishedJwks(deps.db);
     sendJson(res, 200, jwks, { 'cache-control': 'public, max-age=300' }, 'application/jwk-set+json');
   };
@@ -142,7 +148,7 @@ export function identityRoutes(deps: SubgraphDeps): Record<string, RouteHandler>
   const oauth = oauthServiceFor(deps, oauthOptionsFrom(deps.config));
   const routes: Record<string, RouteHandler> = {
     ...webRoutes(deps, { oauth: () => oauth }),
-    [JWKS_PATH]: jwksRoute(deps),
+    [JWKS_PATH]: jwksRoute(deps, () => oauth.ready),
     [OAUTH_METADATA_PATH]: oauthMetadataRoute(oauth),
     '*': (req, res) => oauth.handler(req, res),
   };
