@@ -170,7 +170,7 @@ export function formatGatewayError(
  * After execution: marks the response as a replay when any subgraph answered one (collected by the data sources), and
  * gives a response that carries no data at all (`data: null`, every error coded from the table) the status of its
  * first error, as a request error: a forged cursor on a root connection is 400, a reused idempotency key 422, a key
- * still in flight 409 (the SDKs classify retries by status, DESIGN.md §4). Partial data stays 200.
+ * still in flight 409 (the SDKs classify retries by status, docs/architecture.md#error-codes). Partial data stays 200.
  */
 const responseListener: GraphQLRequestListener<GatewayContext> = {
   async willSendResponse({ contextValue, response }) {

@@ -23,7 +23,7 @@ export type PersistedMode = 'off' | 'apq' | 'trusted';
 
 const Sha256Hex = z.string().regex(/^[0-9a-f]{64}$/, 'must be 64 lowercase hex digits (SHA-256)');
 
-/** schemas/operations.manifest.json (issue 5): the operations the generated SDKs send, with their exact text. */
+/** schemas/operations.manifest.json (gateway README, "Persisted operations"): the operations the generated SDKs send, with their exact text. */
 export const OperationsManifestSchema = z.object({
   version: z.literal(1),
   schemaVersion: z.string().regex(/^[0-9a-f]{12}$/, 'must be 12 hex digits (capabilities.schemaVersion)'),

@@ -1,5 +1,5 @@
 /**
- * Relay cursor connections over keyset pagination (DESIGN.md §4). A cursor carries the sort key of its row and
+ * Relay cursor connections over keyset pagination (docs/architecture.md#schema-conventions). A cursor carries the sort key of its row and
  * the list it belongs to (scope: connection, tenant, parent, filters), MACed with the server's cursor secret:
  * stable under inserts and deletes, opaque, and rejected when forged, altered or used on another list.
  */

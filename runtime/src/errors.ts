@@ -1,5 +1,5 @@
 /**
- * The error-code table of DESIGN.md §4, read from schemas/errors.json (the same file the SDK generators read),
+ * The error-code table (docs/architecture.md#error-codes), read from schemas/errors.json (the same file the SDK generators read),
  * and the one error class every server part throws.
  */
 import { readFileSync } from 'node:fs';
@@ -68,7 +68,7 @@ for (const code of [
   if (!byCode.has(code)) throw new Error(`schemas/errors.json lacks the code ${code}`);
 }
 
-/** HTTP status the code maps to when it is a request error (DESIGN.md §4). */
+/** HTTP status the code maps to when it is a request error (docs/architecture.md#error-codes). */
 export function httpStatusOf(code: string): number {
   return byCode.get(code)?.http ?? 500;
 }

@@ -1,5 +1,5 @@
 /**
- * Server-side idempotency keys (DESIGN.md §5; IETF draft-ietf-httpapi-idempotency-key-header; brandur.org's
+ * Server-side idempotency keys (docs/architecture.md#idempotency; IETF draft-ietf-httpapi-idempotency-key-header; brandur.org's
  * Postgres design). Keys are scoped by (tenant, principal, key). The key row is inserted in the same transaction
  * as the mutation's effect, so both commit or neither does:
  *  - same key, same fingerprint  → the stored result, and the response is marked `idempotentReplay: true`;

@@ -1,5 +1,5 @@
 /**
- * What every mutation resolver goes through: authentication, then the idempotency key (DESIGN.md §5) around an
+ * What every mutation resolver goes through: authentication, then the idempotency key (docs/architecture.md#idempotency) around an
  * effect that runs in a tenant-scoped transaction. A replay marks the response `extensions.idempotentReplay`.
  */
 import type { Queryable } from './db/types.js';

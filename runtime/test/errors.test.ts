@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { canonicalJson } from '../src/canonical-json.js';
 import { AppError, badInput, errorTable, httpStatusOf, notFound, type ErrorCode } from '../src/errors.js';
 
-// DESIGN.md §4 and the client-SDK retry classes: the status each code must answer with.
+// docs/architecture.md#error-codes and the client-SDK retry classes: the status each code must answer with.
 const expected: Record<ErrorCode, number> = {
   BAD_USER_INPUT: 400,
   GRAPHQL_PARSE_FAILED: 400,

@@ -1,6 +1,6 @@
 /**
  * The catalog subgraph: plugins, their releases and the supply chain from upload to TUF-signed channels
- * (schemas/catalog.graphql, DESIGN.md §5). `createCatalogSubgraph(options)` builds the module with injected time,
+ * (schemas/catalog.graphql, docs/architecture.md#catalog-supply-chain). `createCatalogSubgraph(options)` builds the module with injected time,
  * storage and limits (tests); `catalogSubgraph` is the default that `npm start` and `runStandalone` serve.
  *
  * HTTP besides GraphQL: POST /packages (upload), GET /tuf/<tenant>/metadata/… and /tuf/<tenant>/targets/… (the

@@ -1,4 +1,4 @@
-/** The intent state machine table (DESIGN.md §1): every pair of states, every source. */
+/** The intent state machine table (docs/architecture.md#intent-states): every pair of states, every source. */
 import { describe, expect, it } from 'vitest';
 import {
   INTENT_STATES,

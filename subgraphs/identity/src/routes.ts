@@ -2,7 +2,7 @@
  * Identity's plain HTTP routes next to /graphql:
  *  - GET /.well-known/jwks.json: the public signing keys every service verifies access tokens with.
  *  - POST /dev/token (development mode only, loopback peers only): a token for an existing membership, so
- *    `npm start` is usable before sign-in exists. Issue 3 (OAuth device flow, authorization code + PKCE)
+ *    `npm start` is usable before sign-in exists. The OAuth endpoints (device flow, authorization code + PKCE)
  *    replaces it; a production-mode server never has this route (it answers 404).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';

@@ -1,5 +1,5 @@
 /**
- * RFC 8693 token exchange without a `scope` parameter (issue 17, item 2): the sidecar's token is read-only unless the
+ * RFC 8693 token exchange without a `scope` parameter (identity README, "Who may call what"): the sidecar's token is read-only unless the
  * host asks for more. A device enrols for real (/oauth/device_authorization, approval through GraphQL, a token-endpoint
  * poll), then exchanges its own access token at /oauth/token: no scope → `api:read` only; `api:read api:write` → both
  * (what the C# host's broker asks for a sidecar that writes). PGlite, or PostgreSQL when DATABASE_URL is set.

@@ -1,5 +1,5 @@
 /**
- * Limits on creating workspaces, per tenant (issue 17, item 8: 1,850 createWorkspace writes in 10 s went through):
+ * Limits on creating workspaces, per tenant (memory README; before them 1,850 createWorkspace writes in 10 s went through):
  * - a rate: at most `perWindow` workspaces created in any `windowMs` (a sliding window), else RATE_LIMITED with
  *   `retryAfterMs`, the time until the oldest creation in the window leaves it;
  * - a ceiling: at most `maxPerTenant` workspaces at a time, else FORBIDDEN (`reason: WORKSPACE_LIMIT`); deleting one

@@ -1,5 +1,5 @@
 /**
- * Issue 6 over real HTTP on a real database (PGlite, or PostgreSQL with DATABASE_URL): the secret filter with the
+ * Memory's features over real HTTP on a real database (PGlite, or PostgreSQL with DATABASE_URL): the secret filter with the
  * stored rows checked, metadata bounds, embeddings, search (text, vector, both) with paging and filters, listing
  * filters, expiry under a fake clock and the sweeper, cascading deletes, tenant erasure with its audit record, the
  * indexing queue with a poison job, and tenant isolation on every id-taking field.

@@ -1,5 +1,5 @@
 /**
- * Limits on createWorkspace per tenant (src/workspace-limits.ts; issue 17, item 8), over real HTTP on a fake clock:
+ * Limits on createWorkspace per tenant (src/workspace-limits.ts), over real HTTP on a fake clock:
  * the sliding-window rate (RATE_LIMITED with retryAfterMs, exact on the clock), the ceiling on workspaces held
  * (FORBIDDEN WORKSPACE_LIMIT, freed by a delete), replays not counted, concurrent creates never past the limit, other
  * tenants unaffected, and nothing written on a refusal.

@@ -1,5 +1,5 @@
 /**
- * The intent state machine (DESIGN.md §1): the one place that says which state may follow which, and who may
+ * The intent state machine (docs/architecture.md#intent-states): the one place that says which state may follow which, and who may
  * make the move. Everything that changes an intent's state goes through `transition` (store.ts), which asks
  * `checkTransition` first.
  */

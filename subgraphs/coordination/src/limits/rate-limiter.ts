@@ -1,5 +1,5 @@
 /**
- * Token-bucket rate limits on intent creation and posting (issue 4), per principal and per tenant, held in
+ * Token-bucket rate limits on intent creation and posting (coordination README, "Rate limits, the emergency stop, audit"), per principal and per tenant, held in
  * PostgreSQL (`coordination.take_tokens`) so every replica draws from the same buckets. A request takes one token
  * from both of its buckets or from neither; refused, it gets RATE_LIMITED with `retryAfterMs` (the time until both
  * buckets hold a token again), which the gateway turns into HTTP 429 + Retry-After when nothing else was answered.

@@ -1,4 +1,4 @@
-/** The honest states of an intent (DESIGN.md §1) as the console words them, and which ones end it. */
+/** The honest states of an intent (docs/architecture.md#intent-states) as the console words them, and which ones end it. */
 import type { IntentState } from '@agentgraph/sdk';
 
 export const TERMINAL: ReadonlySet<string> = new Set<IntentState>([
