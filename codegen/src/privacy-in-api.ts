@@ -1,6 +1,6 @@
 /**
  * The API schema that @apollo/composition derives drops custom directive applications, but clients need the
- * @privacy class of every input field and argument (DESIGN.md §4: kept through composition). This copies the
+ * @privacy class of every input field and argument (docs/architecture.md#schema-conventions: kept through composition). This copies the
  * directive definition and its applications from the supergraph into the API schema document.
  */
 import {

@@ -1,5 +1,5 @@
 /**
- * Our schema conventions (DESIGN.md §4, schemas/README.md), checked on each subgraph SDL, where `@key` and
+ * Our schema conventions (docs/architecture.md#schema-conventions, schemas/README.md), checked on each subgraph SDL, where `@key` and
  * `@privacy` are written. Each violation names its subgraph, rule and schema coordinate.
  */
 import {

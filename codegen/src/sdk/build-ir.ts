@@ -46,7 +46,7 @@ import { deprecationOf, descriptionOf, inputTypeRef, privacyOf, rootTypeOf } fro
 
 const KINDS: readonly OperationKind[] = ['query', 'mutation', 'subscription'];
 
-/** The variable every mutation of the schema declares for its idempotency key (DESIGN.md §4). */
+/** The variable every mutation of the schema declares for its idempotency key (docs/architecture.md#schema-conventions). */
 export const IDEMPOTENCY_KEY = 'idempotencyKey';
 
 const byName = <T extends { name: string }>(a: T, b: T) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);

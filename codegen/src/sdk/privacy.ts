@@ -1,5 +1,5 @@
 /**
- * The privacy table of an operation (DESIGN.md §4, §6): for every variable path that reaches an argument or input
+ * The privacy table of an operation (docs/architecture.md#schema-conventions, #sdks): for every variable path that reaches an argument or input
  * field carrying `@privacy(class:)`, the class and whether the value is required (a non-null type, no default).
  *
  * A variable gets the class of the position it is passed to: an argument (`body: $body`), or an input field inside

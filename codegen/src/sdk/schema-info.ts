@@ -59,7 +59,7 @@ export function deprecationOf(def: { deprecationReason?: string | null | undefin
 
 /**
  * A Relay connection type: `edges: [Edge]` whose edge has `node` (and `cursor`), and `pageInfo` with
- * `hasNextPage` and `endCursor` (DESIGN.md §4). Structural, not by name.
+ * `hasNextPage` and `endCursor` (docs/architecture.md#schema-conventions). Structural, not by name.
  */
 export function isConnectionType(type: GraphQLNamedType): type is GraphQLObjectType {
   if (!isObjectType(type)) return false;

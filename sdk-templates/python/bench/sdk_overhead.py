@@ -1,4 +1,4 @@
-"""The Python SDK's benchmark (issue 10), one JSON object on stdout:
+"""The Python SDK's benchmark, one JSON object on stdout:
 
     /usr/bin/python3 sdk-templates/python/bench/sdk_overhead.py [--calls 500] [--rounds 5] [--messages 1000] [--rooms 10]
 

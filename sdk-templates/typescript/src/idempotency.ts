@@ -5,7 +5,7 @@
  * (the outbox) makes the key itself, persists it, and passes it in.
  */
 
-/** The variable every mutation of the schema declares for its key (DESIGN.md §4). */
+/** The variable every mutation of the schema declares for its key (docs/architecture.md#schema-conventions). */
 export const IDEMPOTENCY_KEY_VARIABLE = 'idempotencyKey';
 export const IDEMPOTENCY_KEY_HEADER = 'Idempotency-Key';
 

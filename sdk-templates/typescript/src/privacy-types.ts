@@ -1,4 +1,4 @@
-/** The data classes of `@privacy(class:)` (DESIGN.md §4) and the shapes the generated code hands the gate. */
+/** The data classes of `@privacy(class:)` (docs/architecture.md#schema-conventions) and the shapes the generated code hands the gate. */
 
 export type DataClass = 'PUBLIC' | 'INTERNAL' | 'PERSONAL' | 'SECRET' | 'BIOMETRIC';
 

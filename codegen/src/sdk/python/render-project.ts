@@ -61,7 +61,7 @@ export function renderReadme(ir: IR): string {
     '  (snake_case), typed arguments (dataclasses of `agentgraph.types`) and typed results (`Result.data`), and a',
     '  `paginate_…` async generator per connection.',
     '- Errors: `agentgraph.errors` has one `AgentGraphError` subclass per code of schemas/errors.json.',
-    '- Runtime (DESIGN.md §6): httpx with an injectable transport, tenacity retries with the shared',
+    '- Runtime (docs/architecture.md, SDKs): httpx with an injectable transport, tenacity retries with the shared',
     '  decorrelated-jitter backoff, Retry-After, idempotency keys, the privacy gate, the outbox and inbox on',
     '  sqlite3, intent verification (PyJWT). Python 3.10+; dependencies httpx, tenacity, PyJWT, cryptography.',
     '',

@@ -1,4 +1,4 @@
-// The C# SDK's benchmark (issue 9), Stopwatch-based, one JSON object on stdout:
+// The C# SDK's benchmark, Stopwatch-based, one JSON object on stdout:
 //   dotnet AgentGraph.Sdk.Bench.dll [--calls 2000] [--rounds 5] [--messages 2000] [--rooms 10]
 // 1. SDK overhead per call: a loopback HttpListener answers every POST with the same small GraphQL result; the same
 //    query (Viewer) and the same keyed mutation (CreateRoom) are sent N times, one at a time, by (a) a plain

@@ -1,4 +1,4 @@
-"""The Python sidecar's side of the desktop host (issue 10): tokens only from the host's broker, a stricter privacy
+"""The Python sidecar's side of the desktop host: tokens only from the host's broker, a stricter privacy
 gate. ``BrokeredTokenProvider`` is the SDK's token provider; ``sidecar_client_options()`` the client settings."""
 from .broker_protocol import (
     BROKER_SOCKET_ENV,

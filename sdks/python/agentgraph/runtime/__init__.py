@@ -1,4 +1,4 @@
-"""agentgraph runtime: the hand-written core of the generated Python SDK (DESIGN.md §6)."""
+"""agentgraph runtime: the hand-written core of the generated Python SDK (docs/architecture.md#sdks)."""
 from .backoff import DecorrelatedJitterBackoff, decorrelated_jitter_backoff_v2
 from .client import ACCEPT, AgentGraphClient, ExecuteResult, OperationSpec, TokenProvider
 from .clock import AbortController, AbortSignal, Clock, SystemClock, system_clock

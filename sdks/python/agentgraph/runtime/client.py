@@ -1,4 +1,4 @@
-"""AgentGraphClient: the core every generated method goes through (port of client.ts, DESIGN.md §6).
+"""AgentGraphClient: the core every generated method goes through (port of client.ts, docs/architecture.md#sdks).
 
 ``execute(op, variables, ...)`` runs one logical call: idempotency key (made once, sent on every attempt) -> privacy
 gate -> payload cap -> attempts over ``httpx.AsyncClient`` (injectable transport), driven by tenacity

@@ -1,4 +1,4 @@
-"""Intent verification (port of sdk-templates/typescript/src/intents, DESIGN.md §5): a compact JWS signed by the
+"""Intent verification (port of sdk-templates/typescript/src/intents, docs/architecture.md#an-intents-path): a compact JWS signed by the
 platform, checked with PyJWT + cryptography before the device acts on it. In order (the same order as jose's
 jwtVerify, so every SDK gives the same reason):
 

@@ -1,5 +1,5 @@
 /**
- * Retry classification (DESIGN.md §4): turns an HTTP answer that carries errors into a typed AgentGraphError and
+ * Retry classification (docs/architecture.md#error-codes): turns an HTTP answer that carries errors into a typed AgentGraphError and
  * decides whether a resend can succeed.
  *
  * - An error whose `extensions.code` is in the table: the table's `retry` column decides (`backoff` and `after`

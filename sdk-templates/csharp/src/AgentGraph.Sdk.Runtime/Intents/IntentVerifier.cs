@@ -37,7 +37,7 @@ public sealed record IntentVerifierOptions
 }
 
 /// <summary>
-/// Intent verification (DESIGN.md §5), the same checks in the same order as the TypeScript SDK (jose's jwtVerify
+/// Intent verification (docs/architecture.md#an-intents-path), the same checks in the same order as the TypeScript SDK (jose's jwtVerify
 /// plus the intent rules): shape and kid → alg allow-list → key (remote JWKS refetched once) → signature → typ
 /// <c>intent+jwt</c> → required claims → iss, aud → iat/nbf/exp with skew → claim types → jti not replayed.
 /// </summary>

@@ -10,7 +10,7 @@ public sealed record HttpAnswer(int Status, IReadOnlyDictionary<string, string> 
 }
 
 /// <summary>
-/// Retry classification (DESIGN.md §4): an answer carrying errors → a typed exception and whether a resend can
+/// Retry classification (docs/architecture.md#error-codes): an answer carrying errors → a typed exception and whether a resend can
 /// succeed. A table code decides by its retry column (backoff, after retry); no code: the status decides (408, 429,
 /// 5xx retry); several errors: the first gives code and class, retryable only if all are; no GraphQL body: the one
 /// table code with that status, else HTTP_ERROR.

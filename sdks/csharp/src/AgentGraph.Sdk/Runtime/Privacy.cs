@@ -2,7 +2,7 @@ using System.Text.Json.Nodes;
 
 namespace AgentGraph.Sdk;
 
-/// <summary>The data classes of <c>@privacy(class:)</c> (DESIGN.md §4).</summary>
+/// <summary>The data classes of <c>@privacy(class:)</c> (docs/architecture.md#schema-conventions).</summary>
 public enum DataClass
 {
     /// <summary>Public.</summary>

@@ -1,5 +1,5 @@
 /**
- * Intent verification (DESIGN.md §5, Intents): a compact JWS signed by the platform, checked before the device
+ * Intent verification (docs/architecture.md#an-intents-path): a compact JWS signed by the platform, checked before the device
  * does anything with it. In order:
  *   1. shape: a compact JWS whose header names a `kid`                                        → MALFORMED
  *   2. `alg` in the allow-list (ES256, EdDSA)                                                   → ALG_NOT_ALLOWED
