@@ -1,5 +1,5 @@
 /**
- * Catalog supply-chain timings (issue 7): `npx tsx bench/src/catalog-bench.ts [--runs 5] [--targets 1000]` prints JSON.
+ * Catalog supply-chain timings: `npx tsx bench/src/catalog-bench.ts [--runs 5] [--targets 1000]` prints JSON.
  *
  * - analysis: a 5 MB package (a manifest and JavaScript files of varied text, ~5 MB compressed) through the real
  *   sandbox (a `node --experimental-permission` process per run: start-up, unpack, manifest, static checks), and the

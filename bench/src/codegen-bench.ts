@@ -1,5 +1,5 @@
 /**
- * SDK generation time for every target (issue 5): `npx tsx bench/src/codegen-bench.ts [--runs 5]` prints JSON.
+ * SDK generation time for every target: `npx tsx bench/src/codegen-bench.ts [--runs 5]` prints JSON.
  *
  * Each run reads the inputs, builds the IR and renders every registered target in memory (formatting included,
  * nothing written), as `npm run codegen` does after composition. The first run is reported on its own ("cold":

@@ -1,5 +1,5 @@
 /**
- * The web console's initial load (issue 11): `npx tsx bench/src/console-bench.ts [--runs 10]` prints JSON.
+ * The web console's initial load: `npx tsx bench/src/console-bench.ts [--runs 10]` prints JSON.
  *
  * The whole platform in this process (startPlatform with the built console, PGlite in memory, development mode) on
  * loopback, and Debian's Chromium (playwright-core). For each run a fresh browser context (empty cache):

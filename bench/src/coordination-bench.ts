@@ -1,5 +1,5 @@
 /**
- * Coordination streams at scale (issue 4): `npm run bench -- --coordination`, or on its own
+ * Coordination streams at scale: `npm run bench -- --coordination`, or on its own
  * `npx tsx bench/src/coordination-bench.ts [--database postgres|pglite] [--streams N] [--devices 200]
  *  [--rate 1000[,300,...]] [--seconds 5] [--warmup 3] [--intents-only] [--rate-limits off|<n>/s:<burst>] [--profile]`;
  *  prints JSON.

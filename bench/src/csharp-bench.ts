@@ -1,5 +1,5 @@
 /**
- * The C# SDK's benchmark (issue 9): `npx tsx bench/src/csharp-bench.ts [--calls 2000] [--rounds 5] [--messages 2000]
+ * The C# SDK's benchmark: `npx tsx bench/src/csharp-bench.ts [--calls 2000] [--rounds 5] [--messages 2000]
  * [--rooms 10]` builds sdk-templates/csharp/bench/AgentGraph.Sdk.Bench (Release; needs the generated SDK in sdks/csharp,
  * i.e. `npm run codegen` on a fresh tree), runs it and prints its JSON:
  *

@@ -1,5 +1,5 @@
 /**
- * Memory benchmark (issue 6): putMemory throughput over HTTP, then search latency (text, vector, hybrid) with
+ * Memory benchmark: putMemory throughput over HTTP, then search latency (text, vector, hybrid) with
  * `--records` records (default 100 000) in one tenant's workspace. The bulk of the records is seeded with SQL (same
  * columns and chunks the indexing job writes), since seeding through the API would measure the seeding.
  *

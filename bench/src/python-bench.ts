@@ -1,5 +1,5 @@
 /**
- * The Python SDK's benchmark (issue 10): `npx tsx bench/src/python-bench.ts [--calls 500] [--rounds 5]
+ * The Python SDK's benchmark: `npx tsx bench/src/python-bench.ts [--calls 500] [--rounds 5]
  * [--messages 1000] [--rooms 10]` runs sdk-templates/python/bench/sdk_overhead.py with Debian's /usr/bin/python3
  * (needs the generated SDK in sdks/python, i.e. `npm run codegen` on a fresh tree, and python3-httpx, -tenacity,
  * -jwt, -cryptography), checks its JSON with zod and prints it:

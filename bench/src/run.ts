@@ -1,5 +1,5 @@
 /**
- * `npm run bench` — the gateway benchmark of issue 2, everything side by side in one run: the same supergraph, the
+ * `npm run bench` — the gateway benchmark, everything side by side in one run: the same supergraph, the
  * same subgraph processes, the same query, the same load generator settings, each target in its own process,
  * measured one after another.
  *
@@ -630,8 +630,8 @@ function writeSupergraph(urls: Record<string, string>): string {
 }
 
 /**
- * --sdk (issue 5: generation time for every target, SDK overhead per call over plain fetch) and --schema-check
- * (issue 8: a full check on the real schema, cold and warm) run their standalone scripts in child processes (a cold
+ * --sdk (generation time for every target, SDK overhead per call over plain fetch) and --schema-check
+ * (a full check on the real schema, cold and warm) run their standalone scripts in child processes (a cold
  * start each) and keep the JSON they print.
  */
 function runScripts(scripts: Record<string, string[]>): void {
@@ -691,7 +691,7 @@ async function main() {
     return;
   }
   if (MODE === 'auth') {
-    // The auth bench (issue 3) has its own processes and report: see src/auth/run-auth.ts.
+    // The auth bench has its own processes and report: see src/auth/run-auth.ts.
     await runAuthBench({
       database: DATABASE as 'pglite' | 'postgres',
       databaseEnv,

@@ -1,5 +1,5 @@
 /**
- * Time of a full schema check on the real schema (issue 8; target under 5 s warm):
+ * Time of a full schema check on the real schema (target under 5 s warm):
  * `npx tsx bench/src/schema-check-bench.ts [--runs 5] [--base HEAD~1]` prints JSON.
  *
  * Each run is what `npm run schema:check` does, without writing the report: read the base from git, compose both

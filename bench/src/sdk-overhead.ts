@@ -1,5 +1,5 @@
 /**
- * SDK overhead per call over plain `fetch` (issue 5): `npx tsx bench/src/sdk-overhead.ts [--calls 5000]` prints JSON.
+ * SDK overhead per call over plain `fetch`: `npx tsx bench/src/sdk-overhead.ts [--calls 5000]` prints JSON.
  *
  * A loopback HTTP server answers every POST with the same small GraphQL result. The same query and the same
  * idempotent mutation are sent N times, one at a time (no concurrency, so the difference is per-call work, not

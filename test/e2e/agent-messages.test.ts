@@ -1,5 +1,5 @@
 /**
- * Targeted agent messages end to end (issue 4, Rooms bullet): through the gateway, with graphql-sse's createClient
+ * Targeted agent messages end to end (coordination README, "Agent messages"): through the gateway, with graphql-sse's createClient
  * on the inbox streams. Request/reply by correlation id between two devices, a gap-free inbox under concurrent
  * senders, resume after a cut redelivering exactly the open messages, a poison message acknowledged FAILED, the
  * acknowledgement rules (forward only, recipient only), tenant isolation, and idempotent replay of a send.

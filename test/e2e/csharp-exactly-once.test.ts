@@ -1,5 +1,5 @@
 /**
- * Issue 9's exactly-once run, end to end, for the C# SDK: the generated SDK with its durable outbox
+ * The exactly-once run (test/src/exactly-once.ts), end to end, for the C# SDK: the generated SDK with its durable outbox
  * (sdks/csharp/samples/OutboxPoster, Microsoft.Data.Sqlite) posts 2,000 messages to 10 rooms through the
  * fault-injecting proxy (the TypeScript run's mix: 10 % of requests dropped, 10 % of responses dropped after the
  * server committed, 5 % answered 503 with Retry-After) into the real platform; the client process is killed (SIGKILL)

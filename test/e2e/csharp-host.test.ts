@@ -1,5 +1,5 @@
 /**
- * Issue 9's desktop host (sdk-templates/csharp/src/AgentGraph.Host) end to end against the real platform, driven
+ * The desktop host (sdk-templates/csharp/src/AgentGraph.Host) end to end against the real platform, driven
  * through its console tool (sdk-templates/csharp/tools/AgentGraph.Host.E2eTool, one JSON line per event):
  * - the device flow (RFC 8628, 1 s interval): the tool shows the user code, the owner looks it up and approves it
  *   through identity's GraphQL (`deviceAuthorization`, `approveDeviceAuthorization`), the tool stores key, device id

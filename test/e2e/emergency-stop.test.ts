@@ -1,5 +1,5 @@
 /**
- * The emergency stop and the rate limits through the gateway (issue 4). A tenant admin engages the stop: within a
+ * The emergency stop and the rate limits through the gateway (coordination README, "Rate limits, the emergency stop, audit"). A tenant admin engages the stop: within a
  * second the tenant's open streams (a device's intent stream, a room stream) get a last EMERGENCY_STOP event and
  * end, another tenant's stream goes on, new streams and intents are refused (HTTP 423), and after the lift both work
  * again. Each use is audited with who, when, why and from where (the address the gateway saw, not the one the

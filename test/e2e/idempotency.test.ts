@@ -1,4 +1,4 @@
-/** Idempotency keys through the gateway (DESIGN.md §5), on PGlite or on PostgreSQL when DATABASE_URL is set. */
+/** Idempotency keys through the gateway (docs/architecture.md#idempotency), on PGlite or on PostgreSQL when DATABASE_URL is set. */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestPlatform, type TestPlatform, type TestUser } from '../src/platform.js';

@@ -1,5 +1,5 @@
 /**
- * Signed intents end to end (issue 4): a user creates an intent through the gateway, the device's graphql-sse
+ * Signed intents end to end (docs/architecture.md#an-intents-path): a user creates an intent through the gateway, the device's graphql-sse
  * stream (graphql-sse createClient) receives it, the JWS verifies against coordination's published intent JWKS
  * with the SDK's verifier, the device reports DELIVERED → LOCALLY_APPROVED → EXECUTING → COMPLETED with its own
  * signatures, and a web subscriber sees every change. Refusals (forged, wrong device, wrong audience, stale,

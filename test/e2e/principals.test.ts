@@ -1,5 +1,5 @@
 /**
- * Issue 17, item 2: a device's token carries its approving member's role, but may do only what a device does, and a
+ * Who may call what (identity README): a device's token carries its approving member's role, but may do only what a device does, and a
  * sidecar's (exchanged) token only what the sidecar does; everything else is a person's. One test per row of the
  * table in subgraphs/identity/README.md ("Who may call what"), over real HTTP through the gateway (and straight at
  * the subgraphs: each enforces it itself). The two reported exploits come first: a device token making a member ADMIN,

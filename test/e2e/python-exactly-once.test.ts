@@ -1,5 +1,5 @@
 /**
- * Issue 10's exactly-once run, end to end, for the Python SDK: the generated SDK with its durable outbox (stdlib
+ * The exactly-once run (test/src/exactly-once.ts), end to end, for the Python SDK: the generated SDK with its durable outbox (stdlib
  * sqlite3; sdks/python/samples/outbox_poster.py, run with Debian's /usr/bin/python3 and its apt packages) posts
  * 2,000 messages to 10 rooms through the fault-injecting proxy (the TypeScript run's mix: 10 % of requests dropped,
  * 10 % of responses dropped after the server committed, 5 % answered 503 with Retry-After) into the real platform;

@@ -1,5 +1,5 @@
 /**
- * Issue 10's sidecar end to end: a real Python process (Debian's /usr/bin/python3 running
+ * The Python sidecar end to end: a real Python process (Debian's /usr/bin/python3 running
  * sdks/python/samples/sidecar_agent.py, the generated SDK) gets its token from the real C# broker
  * (sdk-templates/csharp/tools/AgentGraph.Host.E2eTool, enrolled by the device flow against the real platform) and
  * - writes memory records (putMemory in a workspace) and posts messages (postMessage) through the gateway;

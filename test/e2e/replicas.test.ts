@@ -1,5 +1,5 @@
 /**
- * Two replicas of the platform on one PostgreSQL (issue 4): each with its own coordination server, gateway,
+ * Two replicas of the platform on one PostgreSQL: each with its own coordination server, gateway,
  * connection pools and LISTEN connection, as two processes would run them. Intents created through one gateway
  * stream to a device connected to the other, through 20 cuts of a 1,000-intent burst; a report made through the
  * other replica verifies (one public intent issuer); rate limits and the emergency stop hold across both.

@@ -1,5 +1,5 @@
 /**
- * Revocation reaches every verifier within 1 s (issue 3): a token revoked by jti, by device and by grant is refused
+ * Revocation reaches every verifier within 1 s (runtime README, "Auth"): a token revoked by jti, by device and by grant is refused
  * by the gateway and by a subgraph called directly (zero trust), measured from the commit of the revocation.
  *
  * - In process (PGlite, or PostgreSQL when DATABASE_URL is set): startTestPlatform, one gateway and the subgraphs

@@ -1,5 +1,5 @@
 /**
- * The database's own word on tenant isolation (DESIGN §7, issue 3), read from the system catalog after every
+ * The database's own word on tenant isolation (docs/architecture.md#data-and-tenancy), read from the system catalog after every
  * migration of every subgraph has run:
  * - every table with a tenant_id column has Row-Level Security ENABLEd and FORCEd, and a policy;
  * - every other table is listed below with the reason it is not tenant data, and the check that reason implies;

@@ -1,5 +1,5 @@
 /**
- * Row-Level Security alone protects one tenant from another (issue 3, "a database-level test"): as each service's
+ * Row-Level Security alone protects one tenant from another (docs/architecture.md#data-and-tenancy: a database-level test): as each service's
  * role (the connections the subgraphs get), with tenant A set by withTenant, the subgraphs' own store functions and
  * SQL aimed at tenant B's ids read nothing, update and delete nothing, and cannot insert rows for B; with no tenant
  * set, nothing is visible at all. No resolver runs here: only the database stands between the tenants.

@@ -1,5 +1,5 @@
 /**
- * Issue 4's room check: 8 concurrent posters × 500 messages into one room through the gateway. Sequences are
+ * The room check under concurrent posters: 8 concurrent posters × 500 messages into one room through the gateway. Sequences are
  * 1..4000 without a gap or a duplicate, each poster's messages keep its own order, and posting again with the same
  * idempotency keys (a client retrying after lost responses) adds nothing.
  */

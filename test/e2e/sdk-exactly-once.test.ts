@@ -1,5 +1,5 @@
 /**
- * Issue 5's exactly-once run, end to end, for the generated TypeScript SDK with its durable outbox
+ * The exactly-once run (test/src/exactly-once.ts), end to end, for the generated TypeScript SDK with its durable outbox
  * (test/e2e/fixtures/outbox-poster.ts, better-sqlite3): 2,000 messages through the fault-injecting proxy, the client
  * killed mid-run and restarted on the same outbox; each message held once, in order per room (test/src/exactly-once.ts).
  */

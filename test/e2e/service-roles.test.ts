@@ -1,5 +1,5 @@
 /**
- * Least privilege in the database (issue 17, item 1): every service connects as its own role, and no role can reach
+ * Least privilege in the database (runtime README, "Database roles"): every service connects as its own role, and no role can reach
  * another service's tables or functions; the private signing keys are stored sealed (envelope encryption with a
  * key-encryption key from the environment), so not even a role that may read them, a dump or a backup holds a key.
  *

@@ -1,5 +1,5 @@
 /**
- * What a client that reaches a subgraph directly gets (issue 17, item 7), over real HTTP:
+ * What a client that reaches a subgraph directly gets (runtime README, "The gateway secret"), over real HTTP:
  * - a subgraph in production mode (memory, test/src/subgraph-harness.ts): `_service` and `_entities` only with the
  *   gateway secret (x-agentgraph-gateway; aliases, fragments and /graphql/stream included), no "Did you mean" in
  *   validation or coercion errors, introspection off, POST bodies only as application/json (text/plain, a form or no

@@ -1,5 +1,5 @@
 /**
- * The exactly-once run every SDK must pass (issues 5, 9, 10): a client process with its durable outbox posts
+ * The exactly-once run every SDK must pass (docs/architecture.md#sdks): a client process with its durable outbox posts
  * ROOMS × PER_ROOM messages through the seeded fault-injecting proxy (10 % of requests dropped, 10 % of responses
  * dropped after the server committed, 5 % answered 503 with Retry-After) into the real platform; it is killed
  * (SIGKILL) a third of the way through and started again on the same outbox file. The server must hold each message

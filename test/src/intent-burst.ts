@@ -1,5 +1,5 @@
 /**
- * The resume check of issue 4: `total` intents created by four concurrent creators while a device's stream is cut
+ * The intent stream's resume check (docs/architecture.md#a-streams-path): `total` intents created by four concurrent creators while a device's stream is cut
  * at 20 points chosen by a seeded generator (mulberry32, so a failure replays exactly), each reconnect resuming
  * from the last seq received. Returns what the device received and how many connections it took; the caller
  * asserts (every seq exactly once, in order; 21 connections).

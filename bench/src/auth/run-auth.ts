@@ -1,5 +1,5 @@
 /**
- * `npm run bench -- --auth` (issue 3): what token verification costs the gateway per request, and how many requests
+ * `npm run bench -- --auth`: what token verification costs the gateway per request, and how many requests
  * identity's token endpoint answers per second. See bench/README.md, section "Auth".
  *
  * Processes (each its own Node process, tsx loader, like the gateway bench):

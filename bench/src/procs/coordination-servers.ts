@@ -1,5 +1,5 @@
 /**
- * The mercurius question of issue 2: the SAME coordination subgraph (schema from schemas/coordination.graphql, the
+ * The mercurius question (bench/README.md): the SAME coordination subgraph (schema from schemas/coordination.graphql, the
  * resolvers coordinationSubgraph exports, the same database handle and the same token verifier) served by
  *   - runtime:            our runtime's subgraph server (node:http; parse+validate cache, limits, ALS correlation id)
  *   - mercurius:          Fastify 5 + mercurius 16, schema built by @apollo/subgraph (Federation 2 `_service`/`_entities`)

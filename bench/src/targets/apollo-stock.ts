@@ -1,5 +1,5 @@
 /**
- * The stock @apollo/gateway configuration, the baseline of issue 2: ApolloServer + ApolloGateway on the same static
+ * The stock @apollo/gateway configuration, the baseline of the gateway benchmark: ApolloServer + ApolloGateway on the same static
  * supergraph SDL, served by startStandaloneServer, default RemoteGraphQLDataSource (make-fetch-happen). The only
  * addition is what every real deployment needs: forwarding the client's Authorization header to the subgraphs
  * (they verify tokens themselves). With --keepalive, the data source fetches through node-fetch with a keep-alive
