@@ -31,6 +31,7 @@ import {
 import {
   AppError,
   checkDocumentLimits,
+  usesVariablePageArgs,
   correlationIdFrom,
   currentCorrelationId,
   errorTable,
@@ -214,46 +215,6 @@ interface PreparedQuery {
   soleOperationName?: string;
 }
 
-function usesVariablePageArgs(doc: DocumentNode): boolean {
-  let found = false;
-  const walk = (node: { selectionSet?: { selections: readonly unknown[] } }): void => {
-    for (const sel of (node.selectionSet?.selections ?? []) as Array<{
-      kind: Kind;
-      arguments?: ReadonlyArray<{ name: { value: string }; value: { kind: Kind } }>;
-      selectionSet?: { selections: readonly unknown[] };
-    }>) {
-      if (sel.kind === Kind.FIELD) {
-        for (const a of sel.arguments ?? []) {
-          if ((a.name.value === 'first' || a.name.value === 'last') && a.value.kind === Kind.VARIABLE)
-            found = true;
-        }
-      }
-      walk(sel);
-    }
-  };
-  for (const def of doc.definitions) walk(def as { selectionSet?: { selections: readonly unknown[] } });
-  return found;
-}
-
-/** Provided variables over the operation's literal defaults (a default `$n: Int = 100000` must not slip past the cap). */
-function withDefaults(
-  doc: DocumentNode,
-  operationName: string | undefined,
-  variables: Record<string, unknown> | undefined,
-): Record<string, unknown> {
-  const ops = doc.definitions.filter((d) => d.kind === Kind.OPERATION_DEFINITION);
-  const op = operationName
-    ? ops.find((o) => o.name?.value === operationName)
-    : ops.length === 1
-      ? ops[0]
-      : undefined;
-  const out: Record<string, unknown> = {};
-  for (const v of op?.variableDefinitions ?? []) {
-    if (v.defaultValue?.kind === Kind.INT) out[v.variable.name.value] = Number(v.defaultValue.value);
-  }
-  return { ...out, ...variables };
-}
-
 interface RequestInfo {
   operationName?: string;
 }
@@ -384,8 +345,7 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
       p.checked.set(key, verdict);
     }
     if (verdict) throw verdict;
-    if (p.dynamic)
-      checkDocumentLimits(doc, operationName, withDefaults(doc, operationName, variables), limits);
+    if (p.dynamic) checkDocumentLimits(doc, operationName, variables ?? {}, limits);
   };
 
   let shuttingDown = false;

@@ -9,6 +9,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import {
   AppError,
   checkDocumentLimits,
+  usesVariablePageArgs,
   errorTable,
   GATEWAY_SECRET_HEADER,
   isJsonContentType,
@@ -128,26 +129,6 @@ function rootFieldNames(
       if (frag) rootFieldNames(doc, frag.selectionSet, out, seen);
     }
   }
-}
-
-function usesVariablePageArgs(doc: DocumentNode): boolean {
-  let found = false;
-  const walk = (set: SelectionSetNode): void => {
-    for (const sel of set.selections) {
-      if (sel.kind === Kind.FIELD) {
-        for (const a of sel.arguments ?? []) {
-          if ((a.name.value === 'first' || a.name.value === 'last') && a.value.kind === Kind.VARIABLE)
-            found = true;
-        }
-      }
-      if ('selectionSet' in sel && sel.selectionSet) walk(sel.selectionSet);
-    }
-  };
-  for (const def of doc.definitions) {
-    if (def.kind === Kind.OPERATION_DEFINITION || def.kind === Kind.FRAGMENT_DEFINITION)
-      walk(def.selectionSet);
-  }
-  return found;
 }
 
 /** Codes a client may see in a relayed event as they are; anything else is masked (the subgraph logged it). */
@@ -412,7 +393,7 @@ export function createStreamHandler(opts: StreamOptions) {
     const variables = isObject(params.variables) ? params.variables : undefined;
     if (p.dynamicLimits) {
       try {
-        checkDocumentLimits(p.document!, operationName, variables ?? null, limits);
+        checkDocumentLimits(p.document!, operationName, variables ?? {}, limits);
       } catch (err) {
         if (err instanceof AppError) return codedResponse(err, 400, ctx.correlationId);
         throw err;

@@ -432,6 +432,12 @@ describe('gateway /graphql/stream', () => {
     const aliases = Array.from({ length: 20 }, (_, i) => `a${i}: n`).join(' ');
     const bomb = await send(`subscription { ticks { ${aliases} } }`);
     expect(bomb.json.errors[0].extensions.code).toBe('QUERY_TOO_COMPLEX');
+    // A page size left to its variable's default is checked like a given one.
+    const dflt = await send('subscription S($n: Int = 100000) { ticks(first: $n) { n } }');
+    expect(dflt.status).toBe(400);
+    expect(dflt.json.errors[0].extensions).toMatchObject({ code: 'BAD_USER_INPUT', limit: 'maxPageSize' });
+    const given = await send('subscription S($n: Int) { ticks(first: $n) { n } }', { n: 100000 });
+    expect(given.json.errors[0].extensions.code).toBe('BAD_USER_INPUT');
     expect(h.ticks.active).toBe(0);
   });
 

@@ -41,7 +41,10 @@ export const ALPHA_SDL = /* GraphQL */ `
     touch(idempotencyKey: ID!, label: String!): Thing!
   }
   type Subscription {
-    ticks(from: Int): Tick!
+    """
+    first: only for the page-size limit tests (the stream ignores it).
+    """
+    ticks(from: Int, first: Int): Tick!
   }
   type Tick {
     n: Int!

@@ -1,7 +1,10 @@
 /**
  * Static document limits checked before execution: depth, aliases, and page-size arguments (first/last) given
- * as literals or variables. Each violation is a QUERY_TOO_COMPLEX (or BAD_USER_INPUT for page size) request error.
- * Fragments are followed (with cycle protection) so a fragment cannot hide depth.
+ * as literals or variables (a variable the request leaves out counts with its default: `$n: Int = 100000` must not
+ * slip past the cap). Each violation is a QUERY_TOO_COMPLEX (or BAD_USER_INPUT for page size) request error.
+ * Fragments are followed (with cycle protection) so a fragment cannot hide depth. The gateway (queries and streams)
+ * and every subgraph check with this one function; `usesVariablePageArgs` tells a caller that caches the verdict
+ * per document whether it must check again per request.
  */
 import {
   Kind,
@@ -39,8 +42,20 @@ export function checkDocumentLimits(
       ? operations[0]
       : undefined;
   if (!op) return; // validation reports the missing or ambiguous operation
-  const pageValue = (v: ValueNode): unknown =>
-    v.kind === Kind.INT ? Number(v.value) : v.kind === Kind.VARIABLE ? variables?.[v.name.value] : undefined;
+  // A variable's value: what the request gives, else the operation's default (a literal), else nothing to check.
+  // Without `variables` (null: a static pass over the document alone, cached per document) variables are skipped.
+  const defaults = new Map<string, ValueNode>();
+  for (const d of op.variableDefinitions ?? []) {
+    if (d.defaultValue) defaults.set(d.variable.name.value, d.defaultValue);
+  }
+  const pageValue = (v: ValueNode): unknown => {
+    if (v.kind === Kind.INT) return Number(v.value);
+    if (v.kind !== Kind.VARIABLE || !variables) return undefined;
+    const given = variables[v.name.value];
+    if (given !== undefined) return given;
+    const dflt = defaults.get(v.name.value);
+    return dflt?.kind === Kind.INT ? Number(dflt.value) : undefined;
+  };
   const tooDeep = () =>
     new AppError(
       'QUERY_TOO_COMPLEX',
@@ -107,4 +122,24 @@ export function checkDocumentLimits(
     return { depth, aliases };
   };
   summarize(op.selectionSet, 0, new Set());
+}
+
+/** Whether a first/last argument anywhere takes a variable: then the limits depend on each request's values. */
+export function usesVariablePageArgs(doc: DocumentNode): boolean {
+  let found = false;
+  const walk = (set: SelectionSetNode): void => {
+    for (const sel of set.selections) {
+      if (sel.kind === Kind.FIELD) {
+        for (const a of sel.arguments ?? []) {
+          if (PAGE_ARGS.has(a.name.value) && a.value.kind === Kind.VARIABLE) found = true;
+        }
+      }
+      if ('selectionSet' in sel && sel.selectionSet) walk(sel.selectionSet);
+    }
+  };
+  for (const def of doc.definitions) {
+    if (def.kind === Kind.OPERATION_DEFINITION || def.kind === Kind.FRAGMENT_DEFINITION)
+      walk(def.selectionSet);
+  }
+  return found;
 }

@@ -247,7 +247,7 @@ export function createSubgraphServer(opts: SubgraphServerOptions): {
     const prepared = prepare(query);
     if (prepared.error) throw prepared.error;
     const document = prepared.document!;
-    checkDocumentLimits(document, operationName, variables, config.limits);
+    checkDocumentLimits(document, operationName, variables ?? {}, config.limits);
     const unstorable = checkInputText(schema, document, operationName, variables);
     if (unstorable) throw unstorable;
     const abort = new AbortController();
@@ -416,6 +416,13 @@ export function createSubgraphServer(opts: SubgraphServerOptions): {
           { message: 'Cannot perform mutations over GET' },
           { allow: 'POST' },
         );
+      }
+      // The same document limits as /graphql (and the gateway): depth, aliases, page sizes with variable defaults.
+      try {
+        checkDocumentLimits(document, params.operationName, params.variables ?? {}, config.limits);
+      } catch (err) {
+        if (!(err instanceof AppError)) throw err;
+        return refusal(400, 'Bad Request', { message: err.message, extensions: err.extensions });
       }
       const unstorable = checkInputText(schema, document, params.operationName, params.variables);
       if (unstorable) {

@@ -1,6 +1,6 @@
 import { Kind, parse } from 'graphql';
 import { describe, expect, it } from 'vitest';
-import { checkDocumentLimits, type DocumentLimits } from '../src/limits.js';
+import { checkDocumentLimits, usesVariablePageArgs, type DocumentLimits } from '../src/limits.js';
 import { expectAppError } from './helpers.js';
 
 const limits: DocumentLimits = { maxDepth: 4, maxAliases: 3, maxPageSize: 100 };
@@ -146,6 +146,22 @@ describe('checkDocumentLimits: page size', () => {
 
   it('rejects a page size inside a fragment', async () => {
     await expectAppError(check('{ ...F } fragment F on Query { list(first: 500) { n } }'), 'BAD_USER_INPUT');
+  });
+
+  it('counts a variable the request leaves out with its default; the static pass (no variables) skips it', async () => {
+    const doc = 'query D($n: Int = 500) { list(first: $n) { n } }';
+    await expectAppError(check(doc, {}), 'BAD_USER_INPUT');
+    expect(check(doc, { n: 10 })).not.toThrow();
+    expect(() => checkDocumentLimits(parse(doc), undefined, null, limits)).not.toThrow();
+    // A default within the cap passes.
+    expect(check('query D($n: Int = 50) { list(first: $n) { n } }', {})).not.toThrow();
+  });
+
+  it('tells whether a page size takes a variable (then each request is checked)', () => {
+    expect(
+      usesVariablePageArgs(parse('query($n: Int) { a { ...F } } fragment F on T { list(first: $n) { n } }')),
+    ).toBe(true);
+    expect(usesVariablePageArgs(parse('{ list(first: 5) { n } }'))).toBe(false);
   });
 
   it('ignores other arguments', () => {

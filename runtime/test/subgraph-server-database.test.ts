@@ -48,7 +48,7 @@ const schema = new GraphQLSchema({
       rows: { type: new GraphQLNonNull(GraphQLInt), resolve: queryDb },
       echo: {
         type: GraphQLString,
-        args: { text: { type: new GraphQLNonNull(GraphQLString) } },
+        args: { text: { type: new GraphQLNonNull(GraphQLString) }, first: { type: GraphQLInt } },
         resolve: (_root, args: { text: string }) => (calls.push(args), args.text),
       },
     },
@@ -68,7 +68,7 @@ const schema = new GraphQLSchema({
     fields: {
       rowsLater: {
         type: GraphQLInt,
-        args: { name: { type: GraphQLString } },
+        args: { name: { type: GraphQLString }, first: { type: GraphQLInt } },
         subscribe: async function* (_root: unknown, args: unknown) {
           calls.push(args);
           yield 1;
@@ -219,6 +219,27 @@ describe('subgraph server: text the database cannot store', () => {
     // Good text runs.
     const ok = await post('/graphql', { query: SAVE, variables: { input: { name: 'Ada 😀', tags: 't' } } });
     expect(ok.body).toEqual({ data: { save: true } });
+  });
+
+  it('applies the page-size cap to a variable left to its default, on /graphql and /graphql/stream', async () => {
+    calls.length = 0;
+    const q = await post('/graphql', { query: 'query E($n: Int = 5000) { echo(text: "x", first: $n) }' });
+    expect(q.status).toBe(400);
+    expect(q.body.errors[0].extensions).toMatchObject({ code: 'BAD_USER_INPUT', limit: 'maxPageSize' });
+    const s = await post(
+      '/graphql/stream',
+      { query: 'subscription R($n: Int = 5000) { rowsLater(first: $n) }' },
+      { accept: 'text/event-stream' },
+    );
+    expect(s.status).toBe(400);
+    expect(s.body.errors[0].extensions).toMatchObject({ code: 'BAD_USER_INPUT', limit: 'maxPageSize' });
+    expect(calls).toEqual([]);
+    // The same document with a value within the cap runs.
+    const fine = await post('/graphql', {
+      query: 'query E($n: Int = 5000) { echo(text: "x", first: $n) }',
+      variables: { n: 5 },
+    });
+    expect(fine.body).toEqual({ data: { echo: 'x' } });
   });
 
   it('refuses it on /graphql/stream before the subscription starts', async () => {
