@@ -35,6 +35,8 @@ import {
   correlationIdFrom,
   currentCorrelationId,
   errorTable,
+  isClientCode,
+  maskedError,
   forwardedForOf,
   httpStatusOf,
   isJsonContentType,
@@ -116,8 +118,6 @@ export interface Gateway {
 }
 
 const TABLE_CODES = new Set(errorTable.map((e) => e.code));
-/** Codes clients may see as they are; everything else is masked as INTERNAL_SERVER_ERROR. */
-const CLIENT_CODES = new Set(errorTable.map((e) => e.code).filter((c) => c !== 'INTERNAL_SERVER_ERROR'));
 /** Apollo Server's own request-error codes, mapped onto the shared table. */
 const APOLLO_CODES: Record<string, string> = {
   BAD_REQUEST: 'BAD_USER_INPUT',
@@ -136,7 +136,7 @@ export function formatGatewayError(
   const correlationId = currentCorrelationId();
   const extensions = formatted.extensions ?? {};
   const code = typeof extensions['code'] === 'string' ? extensions['code'] : undefined;
-  const mapped = code ? (CLIENT_CODES.has(code) ? code : APOLLO_CODES[code]) : undefined;
+  const mapped = code ? (isClientCode(code) ? code : APOLLO_CODES[code]) : undefined;
   if (mapped) {
     // serviceName is the gateway's topology, not something a client can act on.
     const { serviceName: _service, ...rest } = extensions;
@@ -159,12 +159,7 @@ export function formatGatewayError(
   if (extensions['serviceName'] && code === 'INTERNAL_SERVER_ERROR')
     log.warn('subgraph internal error', fields);
   else log.error('request failed', fields);
-  return {
-    message: `Internal server error. Retry later; if it persists, report correlation id ${correlationId ?? 'n/a'}.`,
-    ...(formatted.locations ? { locations: formatted.locations } : {}),
-    ...(formatted.path ? { path: formatted.path } : {}),
-    extensions: { code: 'INTERNAL_SERVER_ERROR', ...(correlationId ? { correlationId } : {}) },
-  };
+  return maskedError(correlationId, formatted);
 }
 
 /**

@@ -10,7 +10,8 @@ import {
   AppError,
   checkDocumentLimits,
   usesVariablePageArgs,
-  errorTable,
+  isClientCode,
+  maskedError,
   GATEWAY_SECRET_HEADER,
   isJsonContentType,
   Lru,
@@ -131,22 +132,15 @@ function rootFieldNames(
   }
 }
 
-/** Codes a client may see in a relayed event as they are; anything else is masked (the subgraph logged it). */
-const SAFE_CODES = new Set(errorTable.map((e) => e.code).filter((c) => c !== 'INTERNAL_SERVER_ERROR'));
-
+/** A relayed event's errors: codes a client may see stay as they are; anything else is masked (the subgraph logged it). */
 function safeEvent(event: ExecutionResult, correlationId: string): ExecutionResult {
   if (!event.errors?.length) return event;
   const errors = event.errors.map((e) => {
     const json = (
       typeof (e as GraphQLError).toJSON === 'function' ? (e as GraphQLError).toJSON() : e
     ) as GraphQLFormattedError;
-    const code = json.extensions?.['code'];
-    if (typeof code === 'string' && SAFE_CODES.has(code)) return json;
-    return {
-      message: `Internal server error in the stream. Reconnect; if it persists, report correlation id ${correlationId}.`,
-      ...(json.path ? { path: json.path } : {}),
-      extensions: { code: 'INTERNAL_SERVER_ERROR', correlationId },
-    };
+    if (isClientCode(json.extensions?.['code'])) return json;
+    return maskedError(correlationId, { path: json.path }, 'Reconnect');
   });
   return { ...event, errors } as unknown as ExecutionResult;
 }

@@ -3,7 +3,7 @@
  * and the one error class every server part throws.
  */
 import { readFileSync } from 'node:fs';
-import { GraphQLError } from 'graphql';
+import { GraphQLError, type GraphQLFormattedError, type SourceLocation } from 'graphql';
 import { z } from 'zod';
 
 const ErrorTable = z.object({
@@ -84,6 +84,32 @@ export class AppError extends GraphQLError {
     this.code = code;
     this.name = 'AppError';
   }
+}
+
+/**
+ * Whether a client may see an error with this code as it is: every code of the table but INTERNAL_SERVER_ERROR.
+ * Anything else (no code, a code from a library, INTERNAL_SERVER_ERROR) is masked with `maskedError`.
+ */
+export function isClientCode(code: unknown): code is ErrorCode {
+  return typeof code === 'string' && code !== 'INTERNAL_SERVER_ERROR' && byCode.has(code);
+}
+
+/**
+ * The one shape of a masked error, for the subgraph server, the gateway and its streams: no detail of what broke
+ * (that goes to the log, under the same correlation id), what to do (`action`: retry, reconnect), and the
+ * correlation id to report.
+ */
+export function maskedError(
+  correlationId: string | undefined,
+  where: { path?: readonly (string | number)[]; locations?: readonly SourceLocation[] } = {},
+  action = 'Retry later',
+): GraphQLFormattedError {
+  return {
+    message: `Internal server error. ${action}; if it persists, report correlation id ${correlationId ?? 'n/a'}.`,
+    ...(where.locations ? { locations: where.locations } : {}),
+    ...(where.path ? { path: where.path } : {}),
+    extensions: { code: 'INTERNAL_SERVER_ERROR', ...(correlationId ? { correlationId } : {}) },
+  };
 }
 
 export function badInput(message: string, extensions?: Record<string, unknown>): AppError {

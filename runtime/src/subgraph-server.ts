@@ -30,7 +30,7 @@ import type { Config } from './config.js';
 import { CursorCodec } from './connection.js';
 import { classifyDatabaseError } from './db/errors.js';
 import type { Database } from './db/types.js';
-import { AppError } from './errors.js';
+import { AppError, maskedError } from './errors.js';
 import { assertGatewayAccess, GATEWAY_SECRET_HEADER, isGatewayRequest } from './gateway-secret.js';
 import {
   GRAPHQL_RESPONSE_JSON,
@@ -146,12 +146,7 @@ export function formatError(err: GraphQLError, log: Logger, correlationId: strin
     };
   }
   log.error('resolver failed', { path: err.path, error: original });
-  return {
-    message: `Internal server error. Retry later; if it persists, report correlation id ${correlationId}.`,
-    path: err.path,
-    locations: err.locations,
-    extensions: { code: 'INTERNAL_SERVER_ERROR' },
-  };
+  return maskedError(correlationId, { path: err.path, locations: err.locations });
 }
 
 export function createSubgraphServer(opts: SubgraphServerOptions): {

@@ -1,7 +1,16 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { canonicalJson } from '../src/canonical-json.js';
-import { AppError, badInput, errorTable, httpStatusOf, notFound, type ErrorCode } from '../src/errors.js';
+import {
+  AppError,
+  badInput,
+  errorTable,
+  httpStatusOf,
+  isClientCode,
+  maskedError,
+  notFound,
+  type ErrorCode,
+} from '../src/errors.js';
 
 // docs/architecture.md#error-codes and the client-SDK retry classes: the status each code must answer with.
 const expected: Record<ErrorCode, number> = {
@@ -109,5 +118,26 @@ describe('canonicalJson', () => {
   it('distinguishes values JSON distinguishes', () => {
     expect(canonicalJson({ a: 1 })).not.toBe(canonicalJson({ a: '1' }));
     expect(canonicalJson({ a: null })).not.toBe(canonicalJson({}));
+  });
+});
+
+describe('masking (one shape for the subgraph server, the gateway and its streams)', () => {
+  it('lets a client see every code of the table but INTERNAL_SERVER_ERROR, and nothing else', () => {
+    for (const { code } of errorTable) expect(isClientCode(code)).toBe(code !== 'INTERNAL_SERVER_ERROR');
+    for (const other of [undefined, 42, 'DOWNSTREAM_SERVICE_ERROR', 'BAD_REQUEST', 'bad_user_input'])
+      expect(isClientCode(other)).toBe(false);
+  });
+
+  it('masks with what to do and the correlation id, keeping only path and locations', () => {
+    expect(maskedError('c-1', { path: ['a', 0], locations: [{ line: 1, column: 3 }] })).toEqual({
+      message: 'Internal server error. Retry later; if it persists, report correlation id c-1.',
+      path: ['a', 0],
+      locations: [{ line: 1, column: 3 }],
+      extensions: { code: 'INTERNAL_SERVER_ERROR', correlationId: 'c-1' },
+    });
+    expect(maskedError(undefined, {}, 'Reconnect')).toEqual({
+      message: 'Internal server error. Reconnect; if it persists, report correlation id n/a.',
+      extensions: { code: 'INTERNAL_SERVER_ERROR' },
+    });
   });
 });
