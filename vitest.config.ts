@@ -38,6 +38,7 @@ const DB_AGNOSTIC = [
   'subgraphs/memory/test/secrets.test.ts',
   'test/conformance/**',
   'test/fault-proxy/**',
+  'test/lint/**',
   'test/e2e/csharp-exactly-once.test.ts',
   'test/e2e/python-exactly-once.test.ts',
   // The console's browser tests run `npm start` on its embedded PGlite whatever the scope.
@@ -60,6 +61,7 @@ export default defineConfig({
       'test/e2e/**/*.test.ts',
       'test/conformance/**/*.test.ts',
       'test/fault-proxy/**/*.test.ts',
+      'test/lint/**/*.test.ts',
       'sdk-templates/typescript/test/**/*.test.ts',
     ],
     exclude: [
