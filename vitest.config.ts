@@ -16,6 +16,7 @@ const DB_AGNOSTIC = [
   'runtime/test/connection.test.ts',
   'runtime/test/errors.test.ts',
   'runtime/test/format-error.test.ts',
+  'runtime/test/http-shutdown.test.ts',
   'runtime/test/input-text.test.ts',
   'runtime/test/key-encryption.test.ts',
   'runtime/test/limits.test.ts',

@@ -31,10 +31,12 @@ import {
 import {
   AppError,
   checkDocumentLimits,
+  closeGracefully,
   usesVariablePageArgs,
   correlationIdFrom,
   currentCorrelationId,
   errorTable,
+  InFlight,
   isClientCode,
   maskedError,
   forwardedForOf,
@@ -344,8 +346,7 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
   };
 
   let shuttingDown = false;
-  let inflight = 0;
-  let drained: (() => void) | null = null;
+  const inflight = new InFlight();
   let baseUrl: string | undefined;
 
   /**
@@ -377,11 +378,8 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
       };
       if (this.path === '/readyz') log.debug('request', fields);
       else log.info('request', fields);
-      inflight--;
-      if (shuttingDown) {
-        server.closeIdleConnections();
-        if (inflight === 0) drained?.();
-      }
+      inflight.leave();
+      if (shuttingDown) server.closeIdleConnections();
     }
   }
 
@@ -589,7 +587,7 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
     // Streams answer with every header in one writeHead (a header set here would stay on the response as a map).
     if (path !== '/graphql/stream') res.setHeader('x-correlation-id', correlationId);
     if (shuttingDown) res.setHeader('connection', 'close');
-    inflight++;
+    inflight.enter();
     // handle() settles every request itself (its log line, inflight): the request's end for a stream comes later.
     void withCorrelationId(correlationId, () =>
       handle(req, res, path, q < 0 ? '' : url.slice(q), correlationId),
@@ -626,23 +624,11 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
     close() {
       closing ??= (async () => {
         shuttingDown = true;
-        const stopped = server.listening
-          ? new Promise<void>((r) => server.close(() => r()))
-          : Promise.resolve();
         const streamsClosed = streams.close();
-        server.closeIdleConnections();
-        if (inflight > 0) {
-          await new Promise<void>((resolve) => {
-            drained = resolve;
-            setTimeout(resolve, config.shutdownGraceMs).unref();
-          });
-        }
-        const stuck = inflight > 0;
-        server.closeAllConnections();
-        await stopped;
+        // Requests still running after the grace period are cut off (stuck): do not wait for their subgraph fetches.
+        const stuck = !(await closeGracefully(server, config.shutdownGraceMs, inflight.idle()));
         await streamsClosed;
         await apollo.stop();
-        // Requests still running after the grace period are abandoned: do not wait for their subgraph fetches.
         await pools.close(stuck);
         log.info('gateway stopped');
       })();

@@ -10,6 +10,7 @@ export * from './db/service-roles.js';
 export type * from './db/types.js';
 export * from './errors.js';
 export * from './http-body.js';
+export * from './http-shutdown.js';
 export * from './key-encryption.js';
 export * from './idempotency.js';
 export * from './keyset-page.js';

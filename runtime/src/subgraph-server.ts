@@ -42,6 +42,7 @@ import {
   sendThrown,
   unsupportedMediaType,
 } from './http-body.js';
+import { closeGracefully, InFlight } from './http-shutdown.js';
 import { checkInputText } from './input-text.js';
 import { checkDocumentLimits } from './limits.js';
 import { withoutSuggestions } from './schema-details.js';
@@ -281,6 +282,7 @@ export function createSubgraphServer(opts: SubgraphServerOptions): {
   const operations = new WeakMap<object, StreamOperation>();
   /** Open reservation event streams (single-connection mode), ended on shutdown once their operations completed. */
   const reservations = new Set<ServerResponse>();
+  const requests = new InFlight();
   let drained: (() => void) | null = null;
   const forget = (abort: AbortController) => {
     streams.delete(abort);
@@ -486,6 +488,11 @@ export function createSubgraphServer(opts: SubgraphServerOptions): {
     const correlationId = correlationIdFrom(req.headers['x-correlation-id']);
     res.setHeader('x-correlation-id', correlationId);
     const path = (req.url ?? '/').split('?')[0]!;
+    // Requests a graceful close waits for (streams are counted apart: `streams`, `reservations`).
+    if (path !== '/graphql/stream') {
+      requests.enter();
+      res.once('close', () => requests.leave());
+    }
     withCorrelationId(correlationId, async () => {
       try {
         if (path === '/graphql') return await handleGraphQL(req, res, correlationId);
@@ -543,20 +550,23 @@ export function createSubgraphServer(opts: SubgraphServerOptions): {
               shuttingDown = true;
               guard.close();
               for (const s of streams) s.abort();
-              await new Promise<void>((r) => {
-                server.close(() => r());
-                server.closeIdleConnections();
-                setTimeout(() => server.closeAllConnections(), config.shutdownGraceMs).unref();
-                // Reservation streams end once their operations have ended (each sent its `complete`), and a moment
-                // more for graphql-sse to write those out; a client that misses one sees its connection drop and
-                // reconnects either way.
+              // Reservation streams end once their operations have ended (each sent its `complete`), and a moment
+              // more for graphql-sse to write those out; a client that misses one sees its connection drop and
+              // reconnects either way.
+              const streamsEnded = new Promise<void>((r) => {
                 const endReservations = () =>
                   setTimeout(() => {
                     for (const res of reservations) res.end();
+                    r();
                   }, 100).unref();
                 if (streams.size === 0) endReservations();
                 else drained = endReservations;
               });
+              await closeGracefully(
+                server,
+                config.shutdownGraceMs,
+                Promise.all([streamsEnded, requests.idle()]),
+              );
             },
           });
         });
