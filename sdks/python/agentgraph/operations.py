@@ -6,7 +6,7 @@ from .runtime.client import OperationSpec
 from .runtime.privacy import PrivacyRule
 
 #: The schema version (capabilities.schemaVersion) these operations were generated from.
-SCHEMA_VERSION = "f2c1d29adb0b"
+SCHEMA_VERSION = "2b1b53776118"
 
 # From schemas/operations/coordination.graphql.
 AcknowledgeAgentMessage = OperationSpec(

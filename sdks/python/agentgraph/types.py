@@ -64,7 +64,7 @@ class EmergencyStopScope(str, Enum):
 
 
 class IntentState(str, Enum):
-    """The honest states of an intent (DESIGN.md §1). The server alone sets EXPIRED and OUTCOME_UNKNOWN."""
+    """The honest states of an intent (docs/architecture.md, Intent states). The server alone sets EXPIRED and OUTCOME_UNKNOWN."""
     QUEUED = "QUEUED"
     DELIVERED = "DELIVERED"
     LOCALLY_APPROVED = "LOCALLY_APPROVED"

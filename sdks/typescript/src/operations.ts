@@ -2,7 +2,7 @@
 import type { OperationSpec, SubscriptionSpec } from './runtime/index.js';
 
 /** The schema version (capabilities.schemaVersion) these operations were generated from. */
-export const SCHEMA_VERSION = 'f2c1d29adb0b';
+export const SCHEMA_VERSION = '2b1b53776118';
 
 /**
  * Every query and mutation, by name, as AgentGraphClient.execute takes them (and sendWithClient, for

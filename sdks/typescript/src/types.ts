@@ -47,7 +47,10 @@ export type EmergencyStopScope = 'TENANT' | 'GLOBAL';
 
 export const EmergencyStopScopeValues = ['TENANT', 'GLOBAL'] as const;
 
-/** The honest states of an intent (DESIGN.md §1). The server alone sets EXPIRED and OUTCOME_UNKNOWN. */
+/**
+ * The honest states of an intent (docs/architecture.md, Intent states). The server alone sets EXPIRED
+ * and OUTCOME_UNKNOWN.
+ */
 export type IntentState =
   | 'QUEUED'
   | 'DELIVERED'

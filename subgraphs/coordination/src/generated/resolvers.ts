@@ -285,7 +285,7 @@ export type Device = {
   id: Scalars['ID']['output'];
 };
 
-/** The honest states of an intent (DESIGN.md §1). The server alone sets EXPIRED and OUTCOME_UNKNOWN. */
+/** The honest states of an intent (docs/architecture.md, Intent states). The server alone sets EXPIRED and OUTCOME_UNKNOWN. */
 export type IntentState =
   | 'QUEUED'
   | 'DELIVERED'

@@ -10,7 +10,7 @@ public static class AgentGraphOperations
     /// <summary>
     /// The schema version (capabilities.schemaVersion) these operations were generated from.
     /// </summary>
-    public const string SchemaVersion = "f2c1d29adb0b";
+    public const string SchemaVersion = "2b1b53776118";
 
     /// <summary>
     /// Record progress on a message of your inbox: DELIVERED, READ, HANDLED, ACKNOWLEDGED, or FAILED with a reason.

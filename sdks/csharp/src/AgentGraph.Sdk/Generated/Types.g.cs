@@ -156,7 +156,7 @@ public enum EmergencyStopScope
 }
 
 /// <summary>
-/// The honest states of an intent (DESIGN.md §1). The server alone sets EXPIRED and OUTCOME_UNKNOWN.
+/// The honest states of an intent (docs/architecture.md, Intent states). The server alone sets EXPIRED and OUTCOME_UNKNOWN.
 /// </summary>
 [JsonConverter(typeof(JsonStringEnumConverter<IntentState>))]
 public enum IntentState
