@@ -3,7 +3,7 @@
  * sessionStorage or a readable cookie). The refresh token is an HttpOnly cookie the gateway's token handler keeps;
  * `/auth/refresh` trades it for a fresh access token. Concurrent callers share one refresh.
  */
-export const CSRF_HEADER = 'x-agentgraph-csrf';
+const CSRF_HEADER = 'x-agentgraph-csrf';
 
 interface AccessToken {
   value: string;

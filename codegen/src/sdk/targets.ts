@@ -5,10 +5,3 @@ import { pythonTarget } from './python/index.js';
 import { typescriptTarget } from './typescript/index.js';
 
 export const TARGETS: readonly Target[] = [typescriptTarget, csharpTarget, pythonTarget];
-
-export function targetNamed(name: string): Target {
-  const target = TARGETS.find((t) => t.name === name);
-  if (!target)
-    throw new Error(`No SDK target named ${name} (known: ${TARGETS.map((t) => t.name).join(', ')}).`);
-  return target;
-}

@@ -9,10 +9,6 @@ import { createPackageUpload } from './package-upload.js';
 import { createStaticSite } from './static-site.js';
 import { createTokenHandler } from './token-handler.js';
 
-export { PACKAGE_UPLOAD_PATH } from './package-upload.js';
-export { CONTENT_SECURITY_POLICY, SECURITY_HEADERS } from './security-headers.js';
-export { CONSOLE_CLIENT_ID, CONSOLE_SCOPE, CSRF_HEADER } from './token-handler.js';
-
 export interface ConsoleOptions {
   /** The built app (web/dist). */
   distDir: string;

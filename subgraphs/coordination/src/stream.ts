@@ -10,8 +10,6 @@ import type { ChannelRouter } from './notification-hub.js';
 import { sequencedStream } from './seq-stream.js';
 import { MESSAGES_CHANNEL, messagesAfter } from './store.js';
 
-export { STREAM_PAGE_SIZE } from './seq-stream.js';
-
 export interface RoomStreamOptions {
   db: Database;
   auth: AuthContext;

@@ -195,7 +195,6 @@ export const SearchArgs = z.object({
       message: 'needs text, an embedding, or both',
     }),
 });
-export type SearchQuery = z.output<typeof SearchArgs>['query'];
 
 export const DeleteArgs = z.object({ id: uuid() });
 

@@ -246,5 +246,3 @@ export function createResolvers(opts: ResolverOptions): Resolvers {
     },
   };
 }
-
-export const resolvers: Resolvers = createResolvers({ now: () => new Date() });

@@ -98,7 +98,11 @@ export async function searchRecords(
   });
 }
 
-/** Whether the pgvector extension could be used here (the seam for an index-backed similarity path). */
+/**
+ * Whether the pgvector extension could be used here (the seam for an index-backed similarity path; unused, kept as the
+ * README says).
+ * @public
+ */
 export async function hasPgvector(db: Queryable): Promise<boolean> {
   const r = await db.query<{ n: number }>(
     "SELECT count(*)::int AS n FROM pg_available_extensions WHERE name = 'vector'",

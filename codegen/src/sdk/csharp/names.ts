@@ -8,7 +8,6 @@ export const HEADER =
 export const NAMESPACE = 'AgentGraph.Sdk';
 
 export const upperFirst = (s: string) => s[0]!.toUpperCase() + s.slice(1);
-export const lowerFirst = (s: string) => s[0]!.toLowerCase() + s.slice(1);
 
 /** `RATE_LIMITED` → `RateLimited` (the runtime's ErrorRegistry.PascalCase). */
 export function pascalCode(code: string): string {

@@ -14,7 +14,6 @@ const SCALARS: Readonly<Record<string, string>> = {
   Boolean: 'bool',
   DateTime: 'string',
 };
-const VALUE_TYPES = new Set(['int', 'double', 'bool']);
 
 function scalar(name: string): string {
   return SCALARS[name] ?? 'JsonNode';
@@ -30,12 +29,6 @@ export function inputType(type: InputTypeRef, nullable = true): string {
         ? scalar(type.name)
         : type.name;
   return nullable ? `${base}?` : base;
-}
-
-/** Whether the C# type of an input position is a value type (int, double, bool, an enum). */
-export function isValueType(type: InputTypeRef): boolean {
-  const inner = type.kind === 'NON_NULL' ? type.ofType : type;
-  return (inner.kind === 'SCALAR' && VALUE_TYPES.has(scalar(inner.name))) || inner.kind === 'ENUM';
 }
 
 function enums(ir: IR): string[] {

@@ -6,7 +6,7 @@
  */
 import { createHash, createPrivateKey, generateKeyPairSync, sign, type KeyObject } from 'node:crypto';
 import { resealStoredKeys, type KeyVault, type Queryable } from '@agentgraph/runtime';
-import { Key, Signature } from '@tufjs/models';
+import { Signature } from '@tufjs/models';
 
 export const TOP_ROLES = ['root', 'targets', 'snapshot', 'timestamp'] as const;
 export const CHANNELS = ['alpha', 'beta', 'stable'] as const;
@@ -127,8 +127,4 @@ export async function revokeKeys(tx: Queryable, role: TufRole, now: Date): Promi
 /** A @tufjs/models signer for Metadata.sign. */
 export function signerOf(k: TufKey): (data: Buffer) => Signature {
   return (data) => new Signature({ keyID: k.keyId, sig: sign(null, data, k.privateKey).toString('hex') });
-}
-
-export function modelKey(k: TufKey): Key {
-  return Key.fromJSON(k.keyId, tufKeyJson(k));
 }

@@ -8,7 +8,7 @@
  * Every function takes a tenant transaction and, before changing anything, locks the repository row, so publishes
  * of one tenant serialise while other tenants proceed. Time comes from the caller (fake clocks in tests).
  */
-import { AppError, type KeyVault, type Queryable } from '@agentgraph/runtime';
+import { type KeyVault, type Queryable } from '@agentgraph/runtime';
 import { Metadata, MetadataKind } from '@tufjs/models';
 import {
   CHANNELS,
@@ -50,13 +50,6 @@ export interface RepoState {
   versions: Versions;
   thresholds: Record<TufRole, number>;
   keys: Map<TufRole, TufKey[]>;
-}
-
-export interface TargetRow {
-  path: string;
-  length: number;
-  sha256: string;
-  sha512: string;
 }
 
 /** The path of a release's package in a channel, e.g. `alpha/web-search/web-search-1.4.0.zip`. */
@@ -348,8 +341,4 @@ export async function readMetadata(tx: Queryable, name: string): Promise<string 
     [m[2], Number(m[1])],
   );
   return r.rows[0]?.body ?? null;
-}
-
-export function notPublishable(message: string): AppError {
-  return new AppError('BAD_USER_INPUT', message);
 }

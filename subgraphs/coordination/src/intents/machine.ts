@@ -53,10 +53,6 @@ export function isTerminal(state: IntentState): boolean {
   return TRANSITIONS[state].length === 0;
 }
 
-export function isIntentState(value: unknown): value is IntentState {
-  return typeof value === 'string' && (INTENT_STATES as readonly string[]).includes(value);
-}
-
 /** null when the move is legal for this source; otherwise why not (a sentence for the error message). */
 export function checkTransition(from: IntentState, to: IntentState, source: TransitionSource): string | null {
   if (!TRANSITIONS[from].includes(to)) {

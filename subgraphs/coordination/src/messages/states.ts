@@ -21,9 +21,6 @@ export const ORDER: readonly StoredAgentMessageState[] = [
 export const ACK_STATES = ['DELIVERED', 'READ', 'HANDLED', 'ACKNOWLEDGED', 'FAILED'] as const;
 export type AckState = (typeof ACK_STATES)[number];
 
-/** Open states: the message still waits for the recipient (redelivered by the inbox stream). */
-export const OPEN_STATES: readonly StoredAgentMessageState[] = ['QUEUED', 'DELIVERED', 'READ', 'HANDLED'];
-
 export function isTerminal(state: AgentMessageState): boolean {
   return state === 'ACKNOWLEDGED' || state === 'FAILED' || state === 'EXPIRED';
 }

@@ -53,10 +53,6 @@ export function redirect(res: ServerResponse, location: string): void {
   res.end();
 }
 
-export function pathOf(req: IncomingMessage): string {
-  return (req.url ?? '/').split('?')[0]!;
-}
-
 export function queryOf(req: IncomingMessage): URLSearchParams {
   const url = req.url ?? '/';
   const q = url.indexOf('?');

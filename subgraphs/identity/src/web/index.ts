@@ -10,11 +10,7 @@ import { SIGNIN_PATH, signInRoute } from './signin-page.js';
 import { SIGNOUT_PATH, signOutRoute } from './signout-page.js';
 import { STYLESHEET_PATH, stylesheetRoute } from './static.js';
 
-export { DEVICE_PAGE_PATH, INTERACTION_PAGE_PATH, SIGNIN_PATH, SIGNOUT_PATH, STYLESHEET_PATH };
 export type { WebOptions };
-export { SESSION_COOKIE, SESSION_TTL_SECONDS } from './sessions.js';
-export { CSRF_COOKIE } from './csrf.js';
-export { canonicalUserCode } from './device-page.js';
 
 export function webRoutes(deps: SubgraphDeps, options: WebOptions = {}): Record<string, RouteHandler> {
   const ctx = webContext(deps, options);
