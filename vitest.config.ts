@@ -4,15 +4,27 @@ import { defineConfig } from 'vitest/config';
 const require = createRequire(import.meta.url);
 
 /**
- * Test files that touch no database: `npm test` (scripts/test-all.mjs) runs them once, on the PGlite pass, and
- * leaves them out of the PostgreSQL pass (AGENTGRAPH_TEST_SCOPE=database). The C# exactly-once run is here too:
- * it tests the C# client (the TypeScript one runs on both databases), and costs a minute; so does the Python one.
+ * The fast tier, `npm run test:unit` (AGENTGRAPH_TEST_SCOPE=unit): test files that open no database and start no
+ * browser, platform, .NET or Python process: pure logic, stub servers on port 0, the code generator and the schema
+ * check, the SDK runtime, the conformance vectors, lint rules. Under a minute on two cores. `npm test`
+ * (scripts/test-all.mjs) runs them first, once, and leaves them out of its database passes
+ * (AGENTGRAPH_TEST_SCOPE=integration, then database). A file here that provisions a test database fails
+ * (test/src/database.ts). Each entry is a test file or a glob of test files.
  */
-const DB_AGNOSTIC = [
+const UNIT = [
   'codegen/test/sdk-generate.test.ts',
   'codegen/test/sdk-ir.test.ts',
-  'codegen/test/schema-check/real-repo.test.ts',
-  'codegen/test/schema-check/units.test.ts',
+  'codegen/test/schema-check/*.test.ts',
+  'gateway/test/config.test.ts',
+  'gateway/test/console-upload.test.ts',
+  'gateway/test/console.test.ts',
+  'gateway/test/gateway.test.ts',
+  'gateway/test/persisted.test.ts',
+  'gateway/test/shutdown.test.ts',
+  'gateway/test/stream-connections.test.ts',
+  'gateway/test/stream-lifecycle.test.ts',
+  'runtime/test/auth.test.ts',
+  'runtime/test/config.test.ts',
   'runtime/test/connection.test.ts',
   'runtime/test/errors.test.ts',
   'runtime/test/format-error.test.ts',
@@ -22,29 +34,53 @@ const DB_AGNOSTIC = [
   'runtime/test/limits.test.ts',
   'runtime/test/log.test.ts',
   'runtime/test/periodic.test.ts',
+  'runtime/test/pglite-lock.test.ts',
   'runtime/test/principals.test.ts',
-  'runtime/test/pglite-template.test.ts',
   'runtime/test/roles.test.ts',
   'runtime/test/stream-guard.test.ts',
+  'runtime/test/subgraph-server-database.test.ts',
+  'runtime/test/subgraph-server-stream.test.ts',
   'sdk-templates/typescript/test/*.test.ts',
-  'sdk-templates/typescript/test/inbox/**',
-  'sdk-templates/typescript/test/intents/**',
-  'sdk-templates/typescript/test/outbox/**',
+  'sdk-templates/typescript/test/inbox/**/*.test.ts',
+  'sdk-templates/typescript/test/intents/**/*.test.ts',
+  'sdk-templates/typescript/test/outbox/**/*.test.ts',
   'sdk-templates/typescript/test/subscriptions/sse-parser.test.ts',
+  'sdk-templates/typescript/test/subscriptions/subscriber.test.ts',
   'subgraphs/catalog/test/manifest-schema.test.ts',
   'subgraphs/coordination/test/agent-message-states.test.ts',
   'subgraphs/coordination/test/intent-machine.test.ts',
   'subgraphs/identity/test/jwks-route.test.ts',
   'subgraphs/identity/test/passwords.test.ts',
   'subgraphs/memory/test/secrets.test.ts',
-  'test/conformance/**',
-  'test/fault-proxy/**',
-  'test/lint/**',
+  'test/conformance/**/*.test.ts',
+  'test/fault-proxy/**/*.test.ts',
+  'test/lint/**/*.test.ts',
+];
+
+/**
+ * Test files that touch no database: the fast tier, and the slower ones below, which `npm test` runs once, on the
+ * PGlite pass, and leaves out of the PostgreSQL pass (AGENTGRAPH_TEST_SCOPE=database). The C# exactly-once run is
+ * here: it tests the C# client (the TypeScript one runs on both databases), and costs a minute; so does the Python
+ * one.
+ */
+const DB_AGNOSTIC = [
+  ...UNIT,
+  // Opens in-memory PGlite databases of its own (the snapshot mechanism is PGlite's alone).
+  'runtime/test/pglite-template.test.ts',
   'test/e2e/csharp-exactly-once.test.ts',
   'test/e2e/python-exactly-once.test.ts',
   // The console's browser tests run `npm start` on its embedded PGlite whatever the scope.
   'test/e2e/console/**',
 ];
+
+/** unit: the fast tier alone; integration: all but it; database: the files that touch a database; unset: all. */
+const SCOPE = process.env['AGENTGRAPH_TEST_SCOPE'];
+if (SCOPE && !['unit', 'integration', 'database'].includes(SCOPE)) {
+  throw new Error(
+    `AGENTGRAPH_TEST_SCOPE=${SCOPE}: expected unit, integration or database (or nothing: every file)`,
+  );
+}
+const LEFT_OUT: Record<string, string[]> = { integration: UNIT, database: DB_AGNOSTIC };
 
 export default defineConfig({
   resolve: {
@@ -54,21 +90,21 @@ export default defineConfig({
     alias: [{ find: /^graphql$/, replacement: require.resolve('graphql') }],
   },
   test: {
-    include: [
-      'runtime/test/**/*.test.ts',
-      'subgraphs/*/test/**/*.test.ts',
-      'gateway/test/**/*.test.ts',
-      'codegen/test/**/*.test.ts',
-      'test/e2e/**/*.test.ts',
-      'test/conformance/**/*.test.ts',
-      'test/fault-proxy/**/*.test.ts',
-      'test/lint/**/*.test.ts',
-      'sdk-templates/typescript/test/**/*.test.ts',
-    ],
-    exclude: [
-      '**/node_modules/**',
-      ...(process.env['AGENTGRAPH_TEST_SCOPE'] === 'database' ? DB_AGNOSTIC : []),
-    ],
+    include:
+      SCOPE === 'unit'
+        ? UNIT
+        : [
+            'runtime/test/**/*.test.ts',
+            'subgraphs/*/test/**/*.test.ts',
+            'gateway/test/**/*.test.ts',
+            'codegen/test/**/*.test.ts',
+            'test/e2e/**/*.test.ts',
+            'test/conformance/**/*.test.ts',
+            'test/fault-proxy/**/*.test.ts',
+            'test/lint/**/*.test.ts',
+            'sdk-templates/typescript/test/**/*.test.ts',
+          ],
+    exclude: ['**/node_modules/**', ...(LEFT_OUT[SCOPE ?? ''] ?? [])],
     // Two files at a time: most of the suite waits (HTTP round trips, Retry-After, child processes), so two workers
     // on a 2-core machine cut the wall time without starving the timing-bounded checks. .NET builds are serialised
     // across workers (test/src/dotnet-build.ts).

@@ -1,14 +1,19 @@
 #!/usr/bin/env node
-// `npm test`: the whole suite, every language, one summary. The parts, in order:
-//  1. vitest on the embedded PGlite database (or on DATABASE_URL when the caller set one: then step 2 is left out);
-//  2. vitest again on a private PostgreSQL 15 cluster (scripts/pg-cluster.sh) for the files that touch a database
+// `npm test`: the whole suite, every language, one summary. Each test runs once per database it needs. The parts:
+//  1. the fast tier, alone with `npm run test:unit` (--unit), a minute or less: vitest on the files that need no
+//     database, browser or platform (UNIT in vitest.config.ts, AGENTGRAPH_TEST_SCOPE=unit), and the Python SDK's
+//     pytest suite with Debian's /usr/bin/python3 (once sdks/python exists). TEST_UNIT=0 leaves it out (CI runs it
+//     first, on its own);
+//  2. vitest on the embedded PGlite database for the rest (AGENTGRAPH_TEST_SCOPE=integration), or on DATABASE_URL
+//     when the caller set one (then step 3 is left out);
+//  3. vitest again on a private PostgreSQL 15 cluster (scripts/pg-cluster.sh) for the files that touch a database
 //     (AGENTGRAPH_TEST_SCOPE=database; vitest.config.ts lists the ones that do not), when PostgreSQL 15's binaries
 //     are installed (TEST_POSTGRES=0 leaves it out; TEST_POSTGRES=1 makes a missing server a failure);
-//  3. the C# SDK's xunit tests (runtime + conformance vectors, and the generated SDK's), with `dotnet test`;
-//  4. the Python SDK's pytest suite with Debian's /usr/bin/python3, once sdks/python exists.
+//  4. the C# SDK's xunit tests (runtime + conformance vectors, and the generated SDK's), with `dotnet test`.
 // Each part's counts come from its machine-readable report (vitest JSON, TRX, JUnit XML). The last line is
 // `N passed, N failed` (all parts added up); the exit code is non-zero when anything failed or could not run.
-// `npm test -- <vitest args>` runs only vitest with those arguments (one file, a filter, --watch...).
+// `npm test -- <vitest args>` runs only vitest with those arguments (one file, a filter, --watch...);
+// `npm run test:unit -- <vitest args>` the same within the fast tier.
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -16,11 +21,13 @@ import { fileURLToPath } from 'node:url';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const OUT = join(ROOT, '.test-results');
-const args = process.argv.slice(2);
+const unitOnly = process.argv[2] === '--unit';
+const args = process.argv.slice(unitOnly ? 3 : 2);
 const vitestBin = join(ROOT, 'node_modules', 'vitest', 'vitest.mjs');
 
 if (args.length > 0) {
-  const r = spawnSync(process.execPath, [vitestBin, 'run', ...args], { cwd: ROOT, stdio: 'inherit' });
+  const env = unitOnly ? { ...process.env, AGENTGRAPH_TEST_SCOPE: 'unit' } : process.env;
+  const r = spawnSync(process.execPath, [vitestBin, 'run', ...args], { cwd: ROOT, env, stdio: 'inherit' });
   process.exit(r.status ?? 1);
 }
 
@@ -28,12 +35,6 @@ rmSync(OUT, { recursive: true, force: true });
 mkdirSync(OUT, { recursive: true });
 const parts = [];
 const say = (m) => console.log(`\ntest-all: ${m}`);
-
-// The console's browser tests serve the built app (npm start builds it too, but once here, not per test file).
-say('building the web console');
-if (run(process.execPath, [join(ROOT, 'scripts/build-web.mjs')]).status !== 0) {
-  parts.push({ part: 'web console build', seconds: 0, passed: 0, failed: 1 });
-}
 const has = (cmd) => spawnSync('bash', ['-c', `command -v ${cmd}`], { stdio: 'ignore' }).status === 0;
 
 function run(cmd, argv, opts = {}) {
@@ -106,11 +107,41 @@ function vitest(label, env) {
   parts.push({ part: `vitest (${label})`, seconds: r.seconds, ...countVitest(report, r.status) });
 }
 
-// 1 + 2: TypeScript on PGlite (or the caller's DATABASE_URL), then on a private PostgreSQL cluster.
 const callerDb = process.env.DATABASE_URL;
 const baseEnv = { ...process.env };
 delete baseEnv.DATABASE_URL;
-vitest(callerDb ? 'DATABASE_URL' : 'PGlite', callerDb ? process.env : baseEnv);
+
+// 1: the fast tier: TypeScript that needs no database, and Python (Debian's interpreter and apt packages:
+// python3-httpx, python3-tenacity, python3-jwt, python3-pytest).
+if (unitOnly || process.env.TEST_UNIT !== '0') {
+  vitest('unit', { ...baseEnv, AGENTGRAPH_TEST_SCOPE: 'unit' });
+  const PY_DIRS = ['sdk-templates/python/tests', 'sdks/python/tests'].filter((d) =>
+    existsSync(join(ROOT, d)),
+  );
+  if (PY_DIRS.length > 0) {
+    const python = existsSync('/usr/bin/python3') ? '/usr/bin/python3' : 'python3';
+    const xml = join(OUT, 'pytest.xml');
+    say(`${python} -m pytest ${PY_DIRS.join(' ')}`);
+    const r = run(python, ['-m', 'pytest', '-q', '-p', 'no:cacheprovider', `--junitxml=${xml}`, ...PY_DIRS]);
+    parts.push({ part: 'pytest (Python)', seconds: r.seconds, ...countJunit(xml, r.status) });
+  }
+} else {
+  say('TEST_UNIT=0: the fast tier is left out (it ran on its own: npm run test:unit)');
+}
+if (unitOnly) finish();
+
+// The console's browser tests serve the built app (npm start builds it too, but once here, not per test file).
+say('building the web console');
+if (run(process.execPath, [join(ROOT, 'scripts/build-web.mjs')]).status !== 0) {
+  parts.push({ part: 'web console build', seconds: 0, passed: 0, failed: 1 });
+}
+
+// 2 + 3: the rest of the TypeScript on PGlite (or the caller's DATABASE_URL), then on a private PostgreSQL cluster.
+const rest = { AGENTGRAPH_TEST_SCOPE: 'integration' };
+vitest(
+  callerDb ? 'DATABASE_URL' : 'PGlite',
+  callerDb ? { ...process.env, ...rest } : { ...baseEnv, ...rest },
+);
 const pgWanted = process.env.TEST_POSTGRES !== '0' && !callerDb;
 const pgInstalled = existsSync('/usr/lib/postgresql/15/bin/initdb') || Boolean(process.env.PG_BIN);
 if (pgWanted && pgInstalled) {
@@ -148,7 +179,7 @@ if (pgWanted && pgInstalled) {
     parts.push({ part: 'vitest (PostgreSQL)', seconds: 0, passed: 0, failed: 1, note: 'not installed' });
 }
 
-// 3: C#.
+// 4: C#.
 // Every test project of the hand-written runtime (sdk-templates/csharp/test/*), and the generated SDK's solution.
 const templateTests = join(ROOT, 'sdk-templates/csharp/test');
 const CSHARP_SUITES = [
@@ -194,23 +225,18 @@ if (has('dotnet')) {
   parts.push({ part: 'xunit (C#)', seconds: 0, passed: 0, failed: 1, note: 'dotnet missing' });
 }
 
-// 4: Python (Debian's interpreter and apt packages: python3-httpx, python3-tenacity, python3-jwt, python3-pytest).
-const PY_DIRS = ['sdk-templates/python/tests', 'sdks/python/tests'].filter((d) => existsSync(join(ROOT, d)));
-if (PY_DIRS.length > 0) {
-  const python = existsSync('/usr/bin/python3') ? '/usr/bin/python3' : 'python3';
-  const xml = join(OUT, 'pytest.xml');
-  say(`${python} -m pytest ${PY_DIRS.join(' ')}`);
-  const r = run(python, ['-m', 'pytest', '-q', '-p', 'no:cacheprovider', `--junitxml=${xml}`, ...PY_DIRS]);
-  parts.push({ part: 'pytest (Python)', seconds: r.seconds, ...countJunit(xml, r.status) });
-}
+finish();
 
-console.log('\ntest-all: summary');
-for (const p of parts) {
-  console.log(
-    `  ${p.part.padEnd(24)} ${String(p.passed).padStart(5)} passed ${String(p.failed).padStart(3)} failed  ${String(p.seconds).padStart(4)} s${p.note ? `  (${p.note})` : ''}`,
-  );
+/** Prints each part's counts and the last line, `N passed, N failed`, and exits (non-zero if anything failed). */
+function finish() {
+  console.log('\ntest-all: summary');
+  for (const p of parts) {
+    console.log(
+      `  ${p.part.padEnd(24)} ${String(p.passed).padStart(5)} passed ${String(p.failed).padStart(3)} failed  ${String(p.seconds).padStart(4)} s${p.note ? `  (${p.note})` : ''}`,
+    );
+  }
+  const passed = parts.reduce((n, p) => n + p.passed, 0);
+  const failed = parts.reduce((n, p) => n + p.failed, 0);
+  console.log(`${passed} passed, ${failed} failed`);
+  process.exit(failed > 0 ? 1 : 0);
 }
-const passed = parts.reduce((n, p) => n + p.passed, 0);
-const failed = parts.reduce((n, p) => n + p.failed, 0);
-console.log(`${passed} passed, ${failed} failed`);
-process.exit(failed > 0 ? 1 : 0);

@@ -28,6 +28,12 @@ const ROLES = [
 const KEY_ENCRYPTION_KEYS = process.env['KEY_ENCRYPTION_KEYS'] ?? randomBytes(32).toString('base64');
 
 export async function provisionTestDatabase(env: NodeJS.ProcessEnv = process.env): Promise<TestDatabase> {
+  // The fast tier runs once, on no database: a file of it that needs one would never run on PostgreSQL.
+  if (process.env['AGENTGRAPH_TEST_SCOPE'] === 'unit') {
+    throw new Error(
+      'This test file opens a database: take it out of the fast tier (UNIT in vitest.config.ts).',
+    );
+  }
   const base = env['DATABASE_URL'];
   const cursorSecret = randomBytes(32).toString('base64url');
   if (!base) {
