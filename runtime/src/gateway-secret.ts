@@ -41,13 +41,9 @@ export function selectsGatewayOnlyFields(document: DocumentNode): boolean {
   return found;
 }
 
-/** Throws FORBIDDEN when the document selects a gateway-only field and the request does not carry the secret. */
-export function assertGatewayAccess(
-  document: DocumentNode,
-  header: string | string[] | undefined,
-  secret: string,
-): void {
-  if (selectsGatewayOnlyFields(document) && !isGatewayRequest(header, secret)) {
+/** Throws FORBIDDEN when the document selects a gateway-only field and the request is not the gateway's. */
+export function assertGatewayAccess(document: DocumentNode, fromGateway: boolean): void {
+  if (!fromGateway && selectsGatewayOnlyFields(document)) {
     throw new AppError(
       'FORBIDDEN',
       '_service and _entities are answered to the gateway only. Send the request to the gateway instead.',

@@ -198,8 +198,10 @@ export function createSubgraphServer(opts: SubgraphServerOptions): {
     operationName?: string | null,
   ) => {
     const auth = await verifyToken(req.headers.authorization);
-    // `_service` and `_entities` only for the gateway (gateway-secret.ts), on /graphql and /graphql/stream alike.
-    if (document) assertGatewayAccess(document, req.headers[GATEWAY_SECRET_HEADER], config.gatewaySecret);
+    // The gateway proves itself with its secret (gateway-secret.ts), checked once per request: only it may ask for
+    // `_service` and `_entities` (on /graphql and /graphql/stream alike), and only its x-forwarded-for is trusted.
+    const fromGateway = isGatewayRequest(req.headers[GATEWAY_SECRET_HEADER], config.gatewaySecret);
+    if (document) assertGatewayAccess(document, fromGateway);
     const operation = document && getOperationAST(document, operationName);
     if (operation) {
       assertOperationScope(auth, operation.operation);
@@ -215,8 +217,7 @@ export function createSubgraphServer(opts: SubgraphServerOptions): {
       responseExtensions: {},
       signal,
       authorization: req.headers.authorization,
-      // The gateway vouches for x-forwarded-for; a caller that reaches the subgraph directly does not.
-      origin: originOf(req, isGatewayRequest(req.headers[GATEWAY_SECRET_HEADER], config.gatewaySecret)),
+      origin: originOf(req, fromGateway),
     };
     return ctx;
   };
