@@ -6,11 +6,9 @@
  * and a device token creating intents for another device.
  */
 import { randomUUID } from 'node:crypto';
-import { activeSigningKey } from '@agentgraph/identity';
-import { keyVault } from '@agentgraph/runtime';
 import { SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { enrolTestDevice, type TestDevice } from '../src/devices.js';
+import { deviceAccessToken, enrolTestDevice, type TestDevice } from '../src/devices.js';
 import { startTestPlatform, type GraphQLResult, type TestPlatform, type TestUser } from '../src/platform.js';
 import { subscribe } from '../src/sse.js';
 
@@ -30,24 +28,7 @@ const codeOf = (r: GraphQLResult) => r.errors?.[0]?.extensions?.code;
 
 /** A token obtained by token exchange for the desk, as identity issues it (act, did, the member's role). */
 async function sidecarToken(device: TestDevice): Promise<string> {
-  const { kid, key } = await activeSigningKey(p.platform.dbs.identity, keyVault(p.platform.config));
-  const iat = Math.floor(Date.now() / 1000);
-  return new SignJWT({
-    tid: owner.tenantId,
-    role: owner.role,
-    scope: 'api:read api:write',
-    did: device.id,
-    client_id: 'agentgraph-desktop',
-    act: { sub: 'agentgraph-desktop' },
-  })
-    .setProtectedHeader({ alg: 'ES256', kid, typ: 'at+jwt' })
-    .setIssuer(p.platform.config.tokenIssuer)
-    .setAudience(p.platform.config.tokenAudience)
-    .setSubject(owner.userId)
-    .setIssuedAt(iat)
-    .setExpirationTime(iat + 300)
-    .setJti(randomUUID())
-    .sign(key);
+  return deviceAccessToken(p, owner, device.id, 300, { act: { sub: 'agentgraph-desktop' } });
 }
 
 /** Refused as a device's or sidecar's operation, before any resolver ran. */

@@ -16,6 +16,37 @@ export interface TestDevice {
   privateKey: CryptoKey;
 }
 
+/**
+ * An access token for a member's device as identity issues it (ES256 with identity's active key, `at+jwt`, `did`,
+ * the member's role), with `extra` claims (a sidecar's exchanged token adds `act`) and a lifetime in seconds.
+ */
+export async function deviceAccessToken(
+  p: TestPlatform,
+  user: Pick<TestUser, 'tenantId' | 'userId' | 'role'>,
+  deviceId: string,
+  ttlSeconds: number,
+  extra: Record<string, unknown> = {},
+): Promise<string> {
+  const { kid, key } = await activeSigningKey(p.platform.dbs.identity, keyVault(p.platform.config));
+  const iat = Math.floor(Date.now() / 1000);
+  return new SignJWT({
+    tid: user.tenantId,
+    role: user.role,
+    scope: 'api:read api:write',
+    did: deviceId,
+    client_id: 'agentgraph-desktop',
+    ...extra,
+  })
+    .setProtectedHeader({ alg: 'ES256', kid, typ: 'at+jwt' })
+    .setIssuer(p.platform.config.tokenIssuer)
+    .setAudience(p.platform.config.tokenAudience)
+    .setSubject(user.userId)
+    .setIssuedAt(iat)
+    .setExpirationTime(iat + ttlSeconds)
+    .setJti(randomUUID())
+    .sign(key);
+}
+
 export async function enrolTestDevice(
   p: TestPlatform,
   user: TestUser,
@@ -36,23 +67,7 @@ export async function enrolTestDevice(
     },
     { 'app.tenant_id': user.tenantId, 'app.principal_id': user.userId },
   );
-  const { kid, key } = await activeSigningKey(p.platform.dbs.identity, keyVault(p.platform.config));
-  const iat = Math.floor(Date.now() / 1000);
-  const token = await new SignJWT({
-    tid: user.tenantId,
-    role: user.role,
-    scope: 'api:read api:write',
-    did: id,
-    client_id: 'agentgraph-desktop',
-  })
-    .setProtectedHeader({ alg: 'ES256', kid, typ: 'at+jwt' })
-    .setIssuer(p.platform.config.tokenIssuer)
-    .setAudience(p.platform.config.tokenAudience)
-    .setSubject(user.userId)
-    .setIssuedAt(iat)
-    .setExpirationTime(iat + 900)
-    .setJti(randomUUID())
-    .sign(key);
+  const token = await deviceAccessToken(p, user, id, 900);
   if (opts.enableRemoteActions) {
     const r = await p.gql(
       'mutation E($k: ID!) { setRemoteActionsEnabled(enabled: true, idempotencyKey: $k) { device { id } } }',

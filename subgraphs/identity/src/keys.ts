@@ -72,25 +72,20 @@ function openPrivate(vault: KeyVault, row: { kid: string; private_jwk: unknown }
  * row is still what was read). Returns how many it sealed.
  */
 export function sealStoredSigningKeys(db: Queryable, vault: KeyVault): Promise<number> {
-  return resealStoredKeys<{ kid: string; private_jwk: unknown }>(
-    vault,
-    {
-      // A handful of rows (active, pending, retired): one page.
-      due: async (kek) =>
-        (await db.query('SELECT kid, private_jwk FROM identity.signing_keys_to_seal($1)', [kek]))
-          .rows as never,
-      stored: (row) => row.private_jwk,
-      context: (row) => contextOf(row.kid),
-      replace: async (row, sealed) =>
-        (
-          await db.query<{ ok: boolean }>(
-            'SELECT identity.reseal_signing_key($1, $2::text::jsonb, $3::text::jsonb) AS ok',
-            [row.kid, JSON.stringify(row.private_jwk), JSON.stringify(sealed)],
-          )
-        ).rows[0]?.ok === true,
-    },
-    Number.MAX_SAFE_INTEGER,
-  );
+  return resealStoredKeys<{ kid: string; private_jwk: unknown }>(vault, {
+    // A handful of rows (active, pending, retired): one page (the function reads them all).
+    due: async (kek) =>
+      (await db.query('SELECT kid, private_jwk FROM identity.signing_keys_to_seal($1)', [kek])).rows as never,
+    stored: (row) => row.private_jwk,
+    context: (row) => contextOf(row.kid),
+    replace: async (row, sealed) =>
+      (
+        await db.query<{ ok: boolean }>(
+          'SELECT identity.reseal_signing_key($1, $2::text::jsonb, $3::text::jsonb) AS ok',
+          [row.kid, JSON.stringify(row.private_jwk), JSON.stringify(sealed)],
+        )
+      ).rows[0]?.ok === true,
+  });
 }
 
 /**

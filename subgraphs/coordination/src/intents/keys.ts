@@ -58,25 +58,21 @@ export async function ensureIntentKeys(db: Queryable, vault: KeyVault): Promise<
  * an older KEK's). Safe across replicas. Returns how many it sealed.
  */
 export function sealStoredIntentKeys(db: Queryable, vault: KeyVault): Promise<number> {
-  return resealStoredKeys<{ kid: string; private_jwk: unknown }>(
-    vault,
-    {
-      // A handful of rows (active, pending, retired): one page.
-      due: async (kek) =>
-        (await db.query('SELECT kid, private_jwk FROM coordination.intent_keys_to_seal($1)', [kek]))
-          .rows as never,
-      stored: (row) => row.private_jwk,
-      context: (row) => contextOf(row.kid),
-      replace: async (row, sealed) =>
-        (
-          await db.query<{ ok: boolean }>(
-            'SELECT coordination.reseal_intent_key($1, $2::text::jsonb, $3::text::jsonb) AS ok',
-            [row.kid, JSON.stringify(row.private_jwk), JSON.stringify(sealed)],
-          )
-        ).rows[0]?.ok === true,
-    },
-    Number.MAX_SAFE_INTEGER,
-  );
+  return resealStoredKeys<{ kid: string; private_jwk: unknown }>(vault, {
+    // A handful of rows (active, pending, retired): one page (the function reads them all).
+    due: async (kek) =>
+      (await db.query('SELECT kid, private_jwk FROM coordination.intent_keys_to_seal($1)', [kek]))
+        .rows as never,
+    stored: (row) => row.private_jwk,
+    context: (row) => contextOf(row.kid),
+    replace: async (row, sealed) =>
+      (
+        await db.query<{ ok: boolean }>(
+          'SELECT coordination.reseal_intent_key($1, $2::text::jsonb, $3::text::jsonb) AS ok',
+          [row.kid, JSON.stringify(row.private_jwk), JSON.stringify(sealed)],
+        )
+      ).rows[0]?.ok === true,
+  });
 }
 
 /** Promotes the pending key when the active one is older than `minAgeSeconds`, then offers a new pending key. */
