@@ -5,6 +5,7 @@
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
+import { vector } from '@electric-sql/pglite-pgvector';
 import type { Database, DatabaseHandle, Queryable, QueryResult } from './types.js';
 import { assertChannel, assertSettingNames } from './types.js';
 import { serviceRole, type Service } from './service-roles.js';
@@ -74,10 +75,12 @@ export async function openPglite(
   }
   let pg: PGlite;
   try {
-    pg = await PGlite.create(
-      dataDir ?? 'memory://',
-      template && !dataDir ? { loadDataDir: new Blob([template as Uint8Array<ArrayBuffer>]) } : {},
-    );
+    // pgvector (the `vector` extension) is loaded into every PGlite, so `CREATE EXTENSION vector` works here; the
+    // migrations create it where it is available (memory's HNSW search path), PostgreSQL without it scans exactly.
+    pg = await PGlite.create(dataDir ?? 'memory://', {
+      extensions: { vector },
+      ...(template && !dataDir ? { loadDataDir: new Blob([template as Uint8Array<ArrayBuffer>]) } : {}),
+    });
   } catch (err) {
     unlock();
     throw err;
