@@ -81,6 +81,12 @@ const EnvSchema = z.object({
   KEY_ENCRYPTION_KEYS: z.string().min(1).optional(),
   KEY_ENCRYPTION_KEYS_FILE: z.string().min(1).optional(),
   DATABASE_POOL_SIZE: positive.default(10),
+  /**
+   * Whether this process applies the pending migrations at start (as DATABASE_URL's user). `false` when a one-shot job
+   * migrates first (`tsx gateway/src/migrate.ts`, compose.yaml's `migrate`): the process then never uses the owner
+   * login, and in production may run with its own login alone (DATABASE_<SERVICE>_URL or DATABASE_APP_URL).
+   */
+  MIGRATE: bool.default(true),
   DATA_DIR: z.string().default('./.data'),
   /**
    * With DATA_DIR=memory:// only: a folder of migrated PGlite snapshots (one per set of migrations), so a new in-memory
@@ -162,6 +168,8 @@ export interface Config {
         serviceUrls: Partial<Record<Service, string>>;
       };
   appRole: string;
+  /** MIGRATE: apply pending migrations at start (false: a migrations job did, before this process started). */
+  migrate: boolean;
   /** Key-encryption keys (KEY_ENCRYPTION_KEYS): the first encrypts stored private keys, every one decrypts. */
   keyEncryptionKeys: Buffer[];
   dataDir: string;
@@ -310,9 +318,17 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       'Invalid configuration:\n  COOKIE_SECRET: required in production (32+ random characters shared by all identity replicas)',
     );
   }
-  if (production && !e.DATABASE_URL) {
+  // Without migrations to run, a service's own login is enough (it never uses the owner's).
+  const ownLogin =
+    e.DATABASE_APP_URL ??
+    SERVICES.map((s) => e[`DATABASE_${s.toUpperCase()}_URL` as keyof typeof e] as string | undefined).find(
+      Boolean,
+    );
+  const databaseUrl = e.DATABASE_URL ?? (e.MIGRATE ? undefined : ownLogin);
+  if (production && !databaseUrl) {
     throw new ConfigError(
-      'Invalid configuration:\n  DATABASE_URL: required in production (the embedded PGlite database is for development)',
+      'Invalid configuration:\n  DATABASE_URL: required in production (the embedded PGlite database is for development; ' +
+        'with MIGRATE=false, DATABASE_<SERVICE>_URL or DATABASE_APP_URL is enough)',
     );
   }
   const dataDir = resolve(e.DATA_DIR);
@@ -334,10 +350,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const identityOrigin = new URL(subgraphUrls.identity).origin;
   return {
     mode: e.AGENTGRAPH_MODE,
-    database: e.DATABASE_URL
+    database: databaseUrl
       ? {
           driver: 'postgres',
-          url: e.DATABASE_URL,
+          url: databaseUrl,
           poolSize: e.DATABASE_POOL_SIZE,
           appUrl: e.DATABASE_APP_URL ?? null,
           serviceUrls: Object.fromEntries(
@@ -355,6 +371,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
           }
         : { driver: 'pglite', dataDir: join(dataDir, 'pglite') },
     appRole: e.DATABASE_APP_ROLE,
+    migrate: e.MIGRATE,
     keyEncryptionKeys,
     dataDir,
     host: e.HOST,

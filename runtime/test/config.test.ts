@@ -161,6 +161,25 @@ describe('loadConfig', () => {
     expect(message).toContain('DATABASE_URL');
   });
 
+  it('with MIGRATE=false (a migrations job ran) takes a service login alone in production, and migrates nothing', () => {
+    const production = {
+      AGENTGRAPH_MODE: 'production',
+      CURSOR_SECRET: secret,
+      COOKIE_SECRET: secret,
+      GATEWAY_SECRET: secret,
+      KEY_ENCRYPTION_KEYS: Buffer.alloc(32, 9).toString('base64'),
+    };
+    const own = 'postgres://agentgraph_app_memory:pw@db/agentgraph';
+    expect(loadConfig({ ...production, DATABASE_URL: 'postgres://u@h/db' }).migrate).toBe(true);
+    // Migrating needs the owner: its own login is not enough then.
+    expect(configError({ ...production, DATABASE_MEMORY_URL: own })).toContain('DATABASE_URL: required');
+    const c = loadConfig({ ...production, MIGRATE: 'false', DATABASE_MEMORY_URL: own });
+    expect(c.migrate).toBe(false);
+    expect(c.database).toMatchObject({ driver: 'postgres', url: own, serviceUrls: { memory: own } });
+    expect(configError({ ...production, MIGRATE: 'false' })).toContain('DATABASE_URL: required');
+    expect(configError({ ...production, MIGRATE: 'no', DATABASE_URL: own })).toContain('MIGRATE');
+  });
+
   it('requires COOKIE_SECRET in production (identity signs its session and CSRF cookies with it)', () => {
     const message = configError({
       AGENTGRAPH_MODE: 'production',

@@ -23,10 +23,11 @@ export async function openHandle(config: Pick<Config, 'database' | 'appRole'>): 
 
 /**
  * Open, migrate (runtime first, then the given sets) and hand back the connections of `service` as its own role
- * (without one: the shared app role, which reaches only the runtime's tables).
+ * (without one: the shared app role, which reaches only the runtime's tables). With `migrate: false` (MIGRATE=false:
+ * a migrations job ran first) nothing is migrated and the owner login is never used.
  */
 export async function openDatabase(
-  config: Pick<Config, 'database' | 'appRole'>,
+  config: Pick<Config, 'database' | 'appRole'> & Partial<Pick<Config, 'migrate'>>,
   sets: MigrationSet[],
   service?: Service,
 ): Promise<{ db: Database; handle: DatabaseHandle }> {
@@ -38,8 +39,10 @@ export async function openDatabase(
       : null;
   const handle = templated?.handle ?? (await openHandle(config));
   try {
-    await migrate(handle, all, config.appRole);
-    await templated?.save();
+    if (config.migrate !== false) {
+      await migrate(handle, all, config.appRole);
+      await templated?.save();
+    }
     return { db: await handle.app(service), handle };
   } catch (err) {
     await handle.close().catch(() => undefined);
