@@ -72,7 +72,7 @@ hand-written runtime that does the hard parts the same way as the C# and Python 
 key per call, decorrelated-jitter backoff, \`Retry-After\`, a retry budget, token refresh, the privacy gate, typed
 errors, cursor pagination, and a durable outbox.
 
-Runs in Node 20+ and in browsers. \`import … from '@agentgraph/sdk'\` resolves to \`src/index.ts\` in a browser and
+Runs in Node 22+ (24 LTS recommended) and in browsers. \`import … from '@agentgraph/sdk'\` resolves to \`src/index.ts\` in a browser and
 to \`src/index.node.ts\` in Node, which adds the SQLite (better-sqlite3) stores of the outbox, the inbox and the
 intent replay cache. \`jose\` is the only other dependency.
 
