@@ -25,6 +25,8 @@ export interface Principal {
   tenantId: string;
   userId: string;
   role: Role;
+  /** A device's token (the `did` claim): memory's device authorship rules apply. */
+  deviceId?: string;
 }
 
 export interface GraphQLResponse {
@@ -86,7 +88,12 @@ export async function startSubgraph(
   );
   const served: ServedSubgraph = await serveSubgraph(module, { config, db, log, verifyToken, port: 0 });
   const sign = (p: Principal, key: CryptoKey) =>
-    new SignJWT({ tid: p.tenantId, role: p.role, scope: 'api:read api:write' })
+    new SignJWT({
+      tid: p.tenantId,
+      role: p.role,
+      scope: 'api:read api:write',
+      ...(p.deviceId && { did: p.deviceId }),
+    })
       .setProtectedHeader({ alg: 'ES256', kid: 'test-key', typ: 'at+jwt' })
       .setSubject(p.userId)
       .setIssuer(ISSUER)
@@ -96,7 +103,7 @@ export async function startSubgraph(
       .sign(key);
   const tokens = new Map<string, string>();
   const token = async (p: Principal) => {
-    const k = `${p.tenantId}/${p.userId}/${p.role}`;
+    const k = `${p.tenantId}/${p.userId}/${p.role}/${p.deviceId ?? ''}`;
     let t = tokens.get(k);
     if (!t) tokens.set(k, (t = await sign(p, privateKey)));
     return t;

@@ -11,7 +11,7 @@ from .runtime.client import AgentGraphClient, ExecuteResult
 from .runtime.clock import AbortSignal
 from .runtime.codec import decode, encode
 from .types import *  # noqa: F401,F403 - the argument and result types
-from .types import AcknowledgeAgentMessageData, AddMemberData, AgentInboxData, AgentMessageData, AnalyzerJwksData, AppealReleaseData, ApproveDeviceAuthorizationData, ApproveReleaseData, CancelIntentData, CapabilitiesData, ChangeMemberRoleData, CreateIntentData, CreatePluginData, CreateRoomData, CreateWorkspaceData, DeclareReleaseData, DeleteMemoryData, DeleteWorkspaceData, DenyDeviceAuthorizationData, DeviceAuthorizationData, DeviceData, DeviceIntentsData, DevicesData, EmergencyStopData, EngageEmergencyStopData, EraseTenantMemoryData, IntentData, LiftEmergencyStopData, MembersData, MemoryJobsData, MemoryRecordData, PluginData, PluginsData, PostMessageData, PromoteReleaseData, PutMemoryData, RegisterDeviceData, RejectReleaseData, ReleaseData, RemoveMemberData, RenameDeviceData, ReportIntentStateData, ReviewQueueData, RevokeDeviceData, RevokeReleaseData, RoomData, RoomMessagesData, RoomsData, RotateTufKeyData, SearchMemoryData, SendAgentMessageData, SentAgentMessagesData, ServerCapabilitiesData, SetRemoteActionsEnabledData, TenantData, TufRepositoryData, UpdateProfileData, ViewerData, WorkspaceData, WorkspaceRecordsData, WorkspacesData
+from .types import AcknowledgeAgentMessageData, AddMemberData, AgentInboxData, AgentMessageData, AnalyzerJwksData, AppealReleaseData, ApproveDeviceAuthorizationData, ApproveReleaseData, CancelIntentData, CapabilitiesData, ChangeMemberRoleData, CreateIntentData, CreatePluginData, CreateRoomData, CreateWorkspaceData, DeclareReleaseData, DeleteMemoryData, DeleteWorkspaceData, DenyDeviceAuthorizationData, DeviceAuthorizationData, DeviceData, DeviceIntentsData, DevicesData, EmergencyStopData, EngageEmergencyStopData, EraseTenantMemoryData, IntentData, LiftEmergencyStopData, MembersData, MemoryJobsData, MemoryRecordData, PluginData, PluginsData, PostMessageData, PromoteReleaseData, PutMemoriesData, PutMemoryData, RegisterDeviceData, RejectReleaseData, ReleaseData, RemoveMemberData, RenameDeviceData, ReportIntentStateData, ReviewQueueData, RevokeDeviceData, RevokeReleaseData, RoomData, RoomMessagesData, RoomsData, RotateTufKeyData, SearchMemoryData, SendAgentMessageData, SentAgentMessagesData, ServerCapabilitiesData, SetRemoteActionsEnabledData, TenantData, TufRepositoryData, UpdateProfileData, ViewerData, WorkspaceData, WorkspaceRecordsData, WorkspacesData
 
 T = TypeVar("T")
 
@@ -518,6 +518,22 @@ class AgentGraph:
         variables["releaseId"] = encode(releaseId)
         raw = await self.client.execute(operations.PromoteRelease, variables, signal=signal, idempotency_key=idempotency_key)
         return Result(decode(PromoteReleaseData, raw.data), raw)
+
+    async def put_memories(self, *, input: "PutMemoriesInput", signal: Optional[AbortSignal] = None, idempotency_key: Optional[str] = None) -> Result[PutMemoriesData]:
+        """Write 1 to 100 records (putMemory's fields each, with id and expectedVersion) in one transaction under one
+        idempotency key. edges[i] answers input.records[i]: the record written (node, created) or why it was refused
+        (error: code, field such as input.records[3].content, currentVersion), with nothing written for it; the other
+        records are written. The node leaves content and metadata out to keep bulk answers small (read the record for
+        what a REDACT workspace stored). content, metadata and embedding are PERSONAL, as in putMemory.
+
+        mutation PutMemories.
+
+        Idempotent: one key per call, resent on every retry; pass idempotency_key= to repeat a call across restarts.
+        """
+        variables: Dict[str, Any] = {}
+        variables["input"] = encode(input)
+        raw = await self.client.execute(operations.PutMemories, variables, signal=signal, idempotency_key=idempotency_key)
+        return Result(decode(PutMemoriesData, raw.data), raw)
 
     async def put_memory(self, *, id: str, input: "PutMemoryInput", expectedVersion: Optional[int] = None, signal: Optional[AbortSignal] = None, idempotency_key: Optional[str] = None) -> Result[PutMemoryData]:
         """Create or replace a record under a client-generated UUID (PUT). expectedVersion: null writes unconditionally,

@@ -6,7 +6,7 @@ from .runtime.client import OperationSpec
 from .runtime.privacy import PrivacyRule
 
 #: The schema version (capabilities.schemaVersion) these operations were generated from.
-SCHEMA_VERSION = "2b1b53776118"
+SCHEMA_VERSION = "3f95523b0ea3"
 
 # From schemas/operations/coordination.graphql.
 AcknowledgeAgentMessage = OperationSpec(
@@ -398,6 +398,26 @@ PromoteRelease = OperationSpec(
 )
 
 # From schemas/operations/memory.graphql.
+PutMemories = OperationSpec(
+    "PutMemories",
+    "mutation PutMemories($input: PutMemoriesInput!, $idempotencyKey: ID!) { putMemories(input: $input, idempotencyKey: $idempotencyKey) { written failed edges { index id created node { id version kind tags expiresAt createdAt updatedAt author { id } workspace { id } } error { code message field currentVersion extensions } } } }",
+    "mutation",
+    True,
+    {
+        "input.records": PrivacyRule("INTERNAL", True),
+        "input.records[].content": PrivacyRule("PERSONAL", True),
+        "input.records[].embedding": PrivacyRule("PERSONAL", False),
+        "input.records[].expectedVersion": PrivacyRule("INTERNAL", False),
+        "input.records[].expiresAt": PrivacyRule("INTERNAL", False),
+        "input.records[].id": PrivacyRule("INTERNAL", True),
+        "input.records[].kind": PrivacyRule("INTERNAL", True),
+        "input.records[].metadata": PrivacyRule("PERSONAL", False),
+        "input.records[].tags": PrivacyRule("INTERNAL", False),
+        "input.records[].workspaceId": PrivacyRule("INTERNAL", True),
+    },
+)
+
+# From schemas/operations/memory.graphql.
 PutMemory = OperationSpec(
     "PutMemory",
     "mutation PutMemory($id: ID!, $input: PutMemoryInput!, $expectedVersion: Int, $idempotencyKey: ID!) { putMemory(id: $id, input: $input, expectedVersion: $expectedVersion, idempotencyKey: $idempotencyKey) { created record { id version kind content tags metadata expiresAt createdAt updatedAt author { id } workspace { id } } } }",
@@ -724,6 +744,7 @@ BY_NAME: Dict[str, OperationSpec] = {
     "Plugins": Plugins,
     "PostMessage": PostMessage,
     "PromoteRelease": PromoteRelease,
+    "PutMemories": PutMemories,
     "PutMemory": PutMemory,
     "RegisterDevice": RegisterDevice,
     "RejectRelease": RejectRelease,

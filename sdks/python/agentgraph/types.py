@@ -246,6 +246,32 @@ class PostMessageInput:
 
 
 @dataclass
+class PutMemoriesInput:
+    """The records of one putMemories call (1 to 100).
+
+    Privacy classes: records: INTERNAL.
+    """
+    records: List["PutMemoriesRecordInput"]
+
+
+@dataclass
+class PutMemoriesRecordInput:
+    """One record of putMemories: putMemory's id, expectedVersion and input fields in one object.
+
+    Privacy classes: id: INTERNAL, expectedVersion: INTERNAL, workspaceId: INTERNAL, kind: INTERNAL, content: PERSONAL, tags: INTERNAL, metadata: PERSONAL, embedding: PERSONAL, expiresAt: INTERNAL.
+    """
+    id: str
+    workspaceId: str
+    kind: str
+    content: str
+    expectedVersion: Optional[int] = field(default=None)
+    tags: Optional[List[str]] = field(default=None)
+    metadata: Optional[str] = field(default=None)
+    embedding: Optional[List[float]] = field(default=None)
+    expiresAt: Optional[DateTime] = field(default=None)
+
+
+@dataclass
 class PutMemoryInput:
     """The PutMemoryInput input.
 
@@ -1664,6 +1690,66 @@ class PromoteReleaseDataPromoteReleaseRelease:
     state: "ReleaseState"
     channel: Optional["Channel"] = field(default=None)
     targetPath: Optional[str] = field(default=None)
+
+
+@dataclass
+class PutMemoriesData:
+    """A Mutation as PutMemoriesData selects it."""
+    putMemories: "PutMemoriesDataPutMemories"
+
+
+@dataclass
+class PutMemoriesDataPutMemories:
+    """A PutMemoriesPayload as PutMemoriesDataPutMemories selects it."""
+    written: int
+    failed: int
+    edges: List["PutMemoriesDataPutMemoriesEdges"]
+
+
+@dataclass
+class PutMemoriesDataPutMemoriesEdges:
+    """A PutMemoriesEdge as PutMemoriesDataPutMemoriesEdges selects it."""
+    index: int
+    id: str
+    created: Optional[bool] = field(default=None)
+    node: Optional["PutMemoriesDataPutMemoriesEdgesNode"] = field(default=None)
+    error: Optional["PutMemoriesDataPutMemoriesEdgesError"] = field(default=None)
+
+
+@dataclass
+class PutMemoriesDataPutMemoriesEdgesError:
+    """A PutMemoriesError as PutMemoriesDataPutMemoriesEdgesError selects it."""
+    code: str
+    message: str
+    extensions: str
+    field: Optional[str] = field(default=None)
+    currentVersion: Optional[int] = field(default=None)
+
+
+@dataclass
+class PutMemoriesDataPutMemoriesEdgesNode:
+    """A MemoryRecord as PutMemoriesDataPutMemoriesEdgesNode selects it."""
+    id: str
+    version: int
+    kind: str
+    tags: List[str]
+    createdAt: DateTime
+    updatedAt: DateTime
+    author: "PutMemoriesDataPutMemoriesEdgesNodeAuthor"
+    workspace: "PutMemoriesDataPutMemoriesEdgesNodeWorkspace"
+    expiresAt: Optional[DateTime] = field(default=None)
+
+
+@dataclass
+class PutMemoriesDataPutMemoriesEdgesNodeWorkspace:
+    """A Workspace as PutMemoriesDataPutMemoriesEdgesNodeWorkspace selects it."""
+    id: str
+
+
+@dataclass
+class PutMemoriesDataPutMemoriesEdgesNodeAuthor:
+    """A User as PutMemoriesDataPutMemoriesEdgesNodeAuthor selects it."""
+    id: str
 
 
 @dataclass

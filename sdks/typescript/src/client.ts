@@ -44,7 +44,7 @@ function connectionAt(
 }
 
 /**
- * The AgentGraph API, one typed method per query and mutation (61 of them). Subscriptions are in
+ * The AgentGraph API, one typed method per query and mutation (62 of them). Subscriptions are in
  * `subscriptions` (operations.ts), for the runtime's stream client (`createSubscriptions`).
  */
 export class AgentGraph {
@@ -629,6 +629,30 @@ export class AgentGraph {
     options?: CallOptions,
   ): Promise<ExecuteResult<T.PromoteReleaseData>> {
     return this.client.execute<T.PromoteReleaseData>(operations.PromoteRelease, variables, options);
+  }
+
+  /**
+   * Write 1 to 100 records (putMemory's fields each, with id and expectedVersion) in one transaction
+   * under one idempotency key. edges[i] answers input.records[i]: the record written (node, created) or
+   * why it was refused (error: code, field such as input.records[3].content, currentVersion), with
+   * nothing written for it; the other records are written. The node leaves content and metadata out to
+   * keep bulk answers small (read the record for what a REDACT workspace stored). content, metadata and
+   * embedding are PERSONAL, as in putMemory.
+   *
+   * `mutation PutMemories` from schemas/operations/memory.graphql. Idempotent: the SDK makes one key per
+   * call and resends it on every retry; pass `options.idempotencyKey` (a key you persisted) to repeat a
+   * logical call across restarts. `replayed` says the server answered with the stored result of an
+   * earlier attempt. Privacy gate: `input.records` INTERNAL, `input.records[].content` PERSONAL,
+   * `input.records[].embedding` PERSONAL, `input.records[].expectedVersion` INTERNAL,
+   * `input.records[].expiresAt` INTERNAL, `input.records[].id` INTERNAL, `input.records[].kind`
+   * INTERNAL, `input.records[].metadata` PERSONAL, `input.records[].tags` INTERNAL,
+   * `input.records[].workspaceId` INTERNAL.
+   */
+  putMemories(
+    variables: T.PutMemoriesVariables,
+    options?: CallOptions,
+  ): Promise<ExecuteResult<T.PutMemoriesData>> {
+    return this.client.execute<T.PutMemoriesData>(operations.PutMemories, variables, options);
   }
 
   /**

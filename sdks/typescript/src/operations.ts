@@ -2,7 +2,7 @@
 import type { OperationSpec, SubscriptionSpec } from './runtime/index.js';
 
 /** The schema version (capabilities.schemaVersion) these operations were generated from. */
-export const SCHEMA_VERSION = '2b1b53776118';
+export const SCHEMA_VERSION = '3f95523b0ea3';
 
 /**
  * Every query and mutation, by name, as AgentGraphClient.execute takes them (and sendWithClient, for
@@ -523,6 +523,35 @@ export const operations = {
     document:
       'mutation PromoteRelease($releaseId: ID!, $idempotencyKey: ID!) { promoteRelease(releaseId: $releaseId, idempotencyKey: $idempotencyKey) { release { id state channel targetPath } } }',
     privacy: {},
+  },
+  /**
+   * Write 1 to 100 records (putMemory's fields each, with id and expectedVersion) in one transaction
+   * under one idempotency key. edges[i] answers input.records[i]: the record written (node, created) or
+   * why it was refused (error: code, field such as input.records[3].content, currentVersion), with
+   * nothing written for it; the other records are written. The node leaves content and metadata out to
+   * keep bulk answers small (read the record for what a REDACT workspace stored). content, metadata and
+   * embedding are PERSONAL, as in putMemory.
+   *
+   * From schemas/operations/memory.graphql.
+   */
+  PutMemories: {
+    name: 'PutMemories',
+    kind: 'mutation',
+    idempotent: true,
+    document:
+      'mutation PutMemories($input: PutMemoriesInput!, $idempotencyKey: ID!) { putMemories(input: $input, idempotencyKey: $idempotencyKey) { written failed edges { index id created node { id version kind tags expiresAt createdAt updatedAt author { id } workspace { id } } error { code message field currentVersion extensions } } } }',
+    privacy: {
+      'input.records': { class: 'INTERNAL', required: true },
+      'input.records[].content': { class: 'PERSONAL', required: true },
+      'input.records[].embedding': { class: 'PERSONAL', required: false },
+      'input.records[].expectedVersion': { class: 'INTERNAL', required: false },
+      'input.records[].expiresAt': { class: 'INTERNAL', required: false },
+      'input.records[].id': { class: 'INTERNAL', required: true },
+      'input.records[].kind': { class: 'INTERNAL', required: true },
+      'input.records[].metadata': { class: 'PERSONAL', required: false },
+      'input.records[].tags': { class: 'INTERNAL', required: false },
+      'input.records[].workspaceId': { class: 'INTERNAL', required: true },
+    },
   },
   /**
    * Create or replace a record under a client-generated UUID (PUT). expectedVersion: null writes

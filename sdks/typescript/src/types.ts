@@ -249,6 +249,47 @@ export type PostMessageInput = {
   body: string;
 };
 
+/** The records of one putMemories call (1 to 100). */
+export type PutMemoriesInput = {
+  /** Data class: INTERNAL. */
+  records: Array<PutMemoriesRecordInput>;
+};
+
+/** One record of putMemories: putMemory's id, expectedVersion and input fields in one object. */
+export type PutMemoriesRecordInput = {
+  /**
+   * The record's client-generated id (a UUID), as putMemory's id. Data class: INTERNAL.
+   */
+  id: string;
+  /**
+   * As putMemory's: null unconditional, 0 must not exist yet, n only if still at version n. Data class:
+   * INTERNAL.
+   */
+  expectedVersion?: number | null;
+  /** Data class: INTERNAL. */
+  workspaceId: string;
+  /** Data class: INTERNAL. */
+  kind: string;
+  /** Data class: PERSONAL. */
+  content: string;
+  /** Data class: INTERNAL. */
+  tags?: Array<string> | null;
+  /**
+   * A JSON object as text: at most 16 KB (UTF-8), nesting depth 8, 256 keys in all. Data class:
+   * PERSONAL.
+   */
+  metadata?: string | null;
+  /**
+   * An embedding of the workspace's dimension (finite numbers, not all zero); stored as 32-bit floats.
+   * Data class: PERSONAL.
+   */
+  embedding?: Array<number> | null;
+  /**
+   * When the record expires; must be in the future. Data class: INTERNAL.
+   */
+  expiresAt?: DateTime | null;
+};
+
 export type PutMemoryInput = {
   /** Data class: INTERNAL. */
   workspaceId: string;
@@ -1677,6 +1718,77 @@ export type PromoteReleaseData = {
        */
       targetPath: string | null;
     };
+  };
+};
+
+/** Variables of the mutation PutMemories. */
+export type PutMemoriesVariables = {
+  input: PutMemoriesInput;
+  /** Made by the SDK once per call when absent (or pass `options.idempotencyKey`). */
+  idempotencyKey?: string;
+};
+
+/** Result of the mutation PutMemories. */
+export type PutMemoriesData = {
+  /**
+   * Bulk putMemory: 1 to 100 records in one transaction under one idempotency key (a replay returns the
+   * stored answer, per-item errors included). Each record is written exactly as putMemory would write it
+   * (versions, expectedVersion, device authorship, expiry, workspace dimension, secret filter, limits,
+   * one indexing job), in input order (an id given twice is written twice). Items are independent: a
+   * record that putMemory would refuse (VERSION_CONFLICT, FORBIDDEN, NOT_FOUND, BAD_USER_INPUT,
+   * PAYLOAD_TOO_LARGE) gets that error in its edge, naming its field as input.records[i].field, and
+   * writes nothing; the others are written. More than 100 records, or none, is BAD_USER_INPUT for the
+   * whole call (extensions.limit maxRecords). Size: each content at most maxPayloadBytes
+   * (MAX_PAYLOAD_BYTES, default 5 MiB, PAYLOAD_TOO_LARGE for that item), metadata 16 KB each, and the
+   * whole request body at most MAX_BODY_BYTES (default 6 MiB; HTTP 413 PAYLOAD_TOO_LARGE for the whole
+   * call, at the gateway and the subgraph).
+   */
+  putMemories: {
+    /** Records written. */
+    written: number;
+    /** Records refused (each edge with an error). */
+    failed: number;
+    /** One edge per input record, in input order (edges[i] answers input.records[i]); at most 100. */
+    edges: Array<{
+      /** The record's position in input.records. */
+      index: number;
+      /** The record's id as sent. */
+      id: string;
+      /** True when this write created the record; null when it was refused. */
+      created: boolean | null;
+      /** The record as written; null when it was refused. */
+      node: {
+        id: string;
+        version: number;
+        kind: string;
+        tags: Array<string>;
+        /** When the record expires (disappears from every read and is purged); null: never. */
+        expiresAt: DateTime | null;
+        createdAt: DateTime;
+        updatedAt: DateTime;
+        author: {
+          id: string;
+        };
+        workspace: {
+          id: string;
+        };
+      } | null;
+      /** Why the record was refused; null when it was written. */
+      error: {
+        /**
+         * The error code (schemas/errors.json), e.g. VERSION_CONFLICT, FORBIDDEN, BAD_USER_INPUT,
+         * PAYLOAD_TOO_LARGE.
+         */
+        code: string;
+        message: string;
+        /** The field at fault, e.g. input.records[3].content. */
+        field: string | null;
+        /** VERSION_CONFLICT: the stored version (0 when the record does not exist). */
+        currentVersion: number | null;
+        /** The error's other extensions as JSON object text (e.g. detector, maxBytes, limit, expected, got). */
+        extensions: string;
+      } | null;
+    }>;
   };
 };
 

@@ -152,6 +152,39 @@ export const PutMemoryArgs = z.object({
   }),
 });
 
+/** At most this many records per putMemories call. */
+export const MAX_BATCH_RECORDS = 100;
+
+/** One record of putMemories: putMemory's id, expectedVersion and input fields in one object. */
+const PutMemoriesRecord = PutMemoryArgs.shape.input.extend({
+  id: PutMemoryArgs.shape.id,
+  expectedVersion: PutMemoryArgs.shape.expectedVersion,
+});
+export type PutMemoriesRecord = z.output<typeof PutMemoriesRecord>;
+
+/** putMemories' arguments: the batch size only; each record is parsed on its own (parseBatchRecord). */
+export const PutMemoriesArgs = z.object({
+  input: z.object({
+    records: z
+      .array(z.unknown())
+      .min(1, `must hold 1 to ${MAX_BATCH_RECORDS} records`)
+      .max(MAX_BATCH_RECORDS, `must hold 1 to ${MAX_BATCH_RECORDS} records (limit maxRecords)`),
+  }),
+});
+
+/**
+ * One record of a batch: the parsed record, or the BAD_USER_INPUT that record gets, its field named as
+ * `input.records[i].field` (e.g. `input.records[3].tags.0`).
+ */
+export function parseBatchRecord(
+  value: unknown,
+  index: number,
+): { ok: true; record: PutMemoriesRecord } | { ok: false; error: AppError } {
+  const parsed = PutMemoriesRecord.safeParse(value);
+  if (parsed.success) return { ok: true, record: parsed.data };
+  return { ok: false, error: issueError(parsed.error, `input.records[${index}]`) };
+}
+
 export const MemoryRecordFilterInput = z
   .object({
     kind: z.string().min(1).max(64, 'must be at most 64 characters').nullish(),
@@ -206,12 +239,23 @@ export const JobsArgs = z.object({
 export function parseArgs<S extends z.ZodType>(schema: S, args: unknown): z.output<S> {
   const parsed = schema.safeParse(args);
   if (parsed.success) return parsed.data;
-  const issue = parsed.error.issues[0]!;
-  const field = issue.path.map(String).join('.');
+  throw issueError(parsed.error);
+}
+
+/** BAD_USER_INPUT for a zod error's first issue; its path below `prefix` (when given) names the field. */
+function issueError(error: z.ZodError, prefix?: string): AppError {
+  const issue = error.issues[0]!;
+  const field = [...(prefix ? [prefix] : []), ...issue.path.map(String)].join('.');
   const params = issue.code === 'custom' ? (issue.params ?? {}) : {};
-  throw badInput(`Invalid ${field || 'arguments'}: ${issue.message}. Fix it and send the request again.`, {
+  // The batch limit names itself like the other limits (extensions.limit), e.g. for SDKs that split batches.
+  const limit =
+    field === 'input.records' && issue.code === 'too_big'
+      ? { limit: 'maxRecords', max: MAX_BATCH_RECORDS }
+      : {};
+  return badInput(`Invalid ${field || 'arguments'}: ${issue.message}. Fix it and send the request again.`, {
     field,
     ...params,
+    ...limit,
   });
 }
 

@@ -1,6 +1,6 @@
 /**
  * What a device's and a sidecar's token may call in memory (runtime/src/principals.ts; the table in
- * subgraphs/identity/README.md, "Who may call what"): read, create a workspace, write records. Deleting records or
+ * subgraphs/identity/README.md, "Who may call what"): read, create a workspace, write records (one or a batch). Deleting records or
  * workspaces, erasing the tenant's memory and the indexing jobs are a person's.
  */
 import type { PrincipalOperations } from '@agentgraph/runtime';
@@ -12,6 +12,7 @@ const AGENT_MEMORY = [
   'Query.searchMemory',
   'Mutation.createWorkspace',
   'Mutation.putMemory',
+  'Mutation.putMemories',
 ] as const;
 
 export const memoryPrincipals: PrincipalOperations = {

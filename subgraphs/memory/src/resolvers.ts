@@ -16,6 +16,7 @@ import {
   tenantRead,
   type SubgraphContext,
 } from '@agentgraph/runtime';
+import { prepareBatch, putRecords } from './batch.js';
 import type { Resolvers } from './generated/resolvers.js';
 import {
   CreateWorkspaceArgs,
@@ -23,6 +24,7 @@ import {
   isUuid,
   JobsArgs,
   parseArgs,
+  PutMemoriesArgs,
   PutMemoryArgs,
   RecordsArgs,
   requireAdmin,
@@ -64,6 +66,7 @@ export const TENANT_ERASE_OPERATIONS: readonly string[] = [
   'Mutation.createWorkspace',
   'Mutation.deleteMemory',
   'Mutation.deleteWorkspace',
+  'Mutation.putMemories',
   'Mutation.putMemory',
 ];
 
@@ -209,6 +212,15 @@ export function createResolvers(opts: ResolverOptions): Resolvers {
             { id, ...input, expectedVersion: expectedVersion ?? null },
             { now: now() },
           ),
+        );
+      },
+      putMemories: (_parent, args, ctx) => {
+        requireWriter(ctx.auth);
+        const { input } = parseArgs(PutMemoriesArgs, args);
+        // Each record is validated on its own (a bad one is that record's error), before the transaction opens.
+        const items = prepareBatch(input.records, ctx.config.limits.maxPayloadBytes);
+        return idempotentMutation(ctx, 'Mutation.putMemories', args, (tx, auth) =>
+          putRecords(tx, auth, items, now()),
         );
       },
     },

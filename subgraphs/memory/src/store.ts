@@ -199,6 +199,12 @@ export interface PutRecord {
 export interface PutOptions {
   /** The server clock (expiry, job times). */
   now?: Date;
+  /** How errors name the fields: `input` (prefix of the record's fields) and `id`; putMemories: input.records[i]. */
+  fields?: { input: string; id: string };
+  /** Workspaces read earlier in this transaction, by id (putMemories reads each once); filled as it reads. */
+  workspaces?: Map<string, WorkspaceModel | null>;
+  /** False: the caller sends the NOTIFY (putMemories, once for the batch). Default true. */
+  notify?: boolean;
 }
 
 function versionConflict(currentVersion: number): AppError {
@@ -225,23 +231,31 @@ export async function putRecord(
   opts: PutOptions = {},
 ): Promise<{ record: MemoryRecordModel; created: boolean }> {
   const now = opts.now ?? new Date();
-  const workspace = await findWorkspace(tx, put.workspaceId);
-  if (!workspace) throw notFound('The workspace (input.workspaceId)');
+  const f = opts.fields ?? { input: 'input', id: 'id' };
+  let workspace = opts.workspaces?.get(put.workspaceId);
+  if (workspace === undefined) {
+    workspace = await findWorkspace(tx, put.workspaceId);
+    opts.workspaces?.set(put.workspaceId, workspace);
+  }
+  if (!workspace) {
+    throw new AppError('NOT_FOUND', notFound(`The workspace (${f.input}.workspaceId)`).message, {
+      field: `${f.input}.workspaceId`,
+    });
+  }
   if (put.expiresAt && put.expiresAt.getTime() <= now.getTime()) {
     throw badInput(
-      'input.expiresAt is not in the future. Send a later time, or null for a record that does not expire.',
-      {
-        field: 'input.expiresAt',
-      },
+      `${f.input}.expiresAt is not in the future. Send a later time, or null for a record that does not expire.`,
+      { field: `${f.input}.expiresAt` },
     );
   }
   // The secret filter, with the workspace's policy: after this nothing secret is left to store.
   const clean = filterWrite(
     { content: put.content, kind: put.kind, tags: put.tags, metadata: put.metadata ?? {} },
     workspace.secretPolicy,
+    f.input,
   ).value;
   const embedding = put.embedding ?? null;
-  if (embedding) await fixDimension(tx, workspace, embedding.length, 'input.embedding');
+  if (embedding) await fixDimension(tx, workspace, embedding.length, `${f.input}.embedding`);
   const values = [
     clean.kind,
     clean.content,
@@ -275,7 +289,7 @@ export async function putRecord(
       if (row.workspace_id !== workspace.id) {
         throw badInput(
           'A memory record with this id already exists in another workspace of your tenant. Record ids are unique per tenant: write it to its own workspace, or use a new id.',
-          { field: 'id' },
+          { field: f.id },
         );
       }
       if (auth.deviceId && row.author_device !== auth.deviceId) {
@@ -283,7 +297,7 @@ export async function putRecord(
         throw new AppError(
           'FORBIDDEN',
           'A device may change only the memory records it wrote; this one was written by a person or another device. Write it under a new id.',
-          { field: 'id' },
+          { field: f.id },
         );
       }
       if (put.expectedVersion != null && put.expectedVersion !== row.version) {
@@ -302,7 +316,7 @@ export async function putRecord(
       // finished (its lock), so its chunks are seen and deleted too.
       await lockIndexing(tx, auth.tenantId, put.id);
       await tx.query('DELETE FROM memory.chunks WHERE record_id = $1', [put.id]);
-      await enqueueIndexing(tx, auth, put.id, workspace.id, now);
+      await enqueueIndexing(tx, auth, put.id, workspace.id, now, opts.notify ?? true);
       return { record: toRecord(updated.rows[0]!, workspace), created: false };
     }
     if (put.expectedVersion != null && put.expectedVersion !== 0) throw versionConflict(0);
@@ -315,7 +329,7 @@ export async function putRecord(
       [put.id, ...values, auth.tenantId, workspace.id],
     );
     if (inserted.rows[0]) {
-      await enqueueIndexing(tx, auth, put.id, workspace.id, now);
+      await enqueueIndexing(tx, auth, put.id, workspace.id, now, opts.notify ?? true);
       return { record: toRecord(inserted.rows[0], workspace), created: true };
     }
     // Another transaction created it after our look and has committed (ON CONFLICT waited for it): update it.
@@ -366,13 +380,14 @@ export async function lockIndexing(tx: Queryable, tenantId: string, recordId: st
   ]);
 }
 
-/** Queues the record's indexing (one waiting job per record) and wakes the worker on commit. */
+/** Queues the record's indexing (one waiting job per record) and wakes the worker on commit (unless `notify` is false). */
 async function enqueueIndexing(
   tx: Queryable,
   auth: AuthContext,
   recordId: string,
   workspaceId: string,
   now: Date,
+  notify: boolean,
 ): Promise<void> {
   await tx.query(
     `INSERT INTO memory.jobs (tenant_id, record_id, workspace_id, run_after, created_at, updated_at)
@@ -380,6 +395,11 @@ async function enqueueIndexing(
      ON CONFLICT (tenant_id, record_id) WHERE state = 'QUEUED' DO NOTHING`,
     [auth.tenantId, recordId, workspaceId, now.toISOString()],
   );
+  if (notify) await notifyIndexing(tx);
+}
+
+/** Wakes the indexing worker when the transaction commits (PostgreSQL folds repeats within one transaction). */
+export async function notifyIndexing(tx: Queryable): Promise<void> {
   await tx.query(`SELECT pg_notify('${JOBS_CHANNEL}', '')`);
 }
 

@@ -48,6 +48,7 @@ public sealed class GeneratedTests
     [InlineData("Plugins", "e7f7c30a79002a00c7300fdb80d5e01632627d3a02e3849d402178436f9312ce")]
     [InlineData("PostMessage", "bdcdadc4e6f8418836a53e4b94f2b8ace5b1dc725be0a9d4df13940c1a0cab6a")]
     [InlineData("PromoteRelease", "765208abee42c2f08a876eab244551c25f8286211da9afa56fc2cf9be1244417")]
+    [InlineData("PutMemories", "f74d3ad8efbe5e8ebc66d95cbec53b8d20cf0096a77f46537cafc2e8129047b7")]
     [InlineData("PutMemory", "b9e25af7a4fc9cdc6aed1a3a8dec5148cd61abba5323debc6a96f9afd33c0860")]
     [InlineData("RegisterDevice", "beab0c3f51a3665922320fc69b14903f1307ccc66d5aee87858160b9c3c354be")]
     [InlineData("RejectRelease", "3ebd80551484a996b6a079b6ad176a6ab768367f929982a290b2e578f1ee5a8b")]
@@ -107,5 +108,5 @@ public sealed class GeneratedTests
 
     [Fact]
     public void EveryOperationIsListedOnce() =>
-        Assert.Equal(65, AgentGraphOperations.ByName.Count);
+        Assert.Equal(66, AgentGraphOperations.ByName.Count);
 }

@@ -93,6 +93,19 @@ export type Mutation = {
    * expectedVersion 0 means "must not exist yet".
    */
   putMemory: PutMemoryPayload;
+  /**
+   * Bulk putMemory: 1 to 100 records in one transaction under one idempotency key (a replay returns the stored
+   * answer, per-item errors included). Each record is written exactly as putMemory would write it (versions,
+   * expectedVersion, device authorship, expiry, workspace dimension, secret filter, limits, one indexing job), in
+   * input order (an id given twice is written twice). Items are independent: a record that putMemory would refuse
+   * (VERSION_CONFLICT, FORBIDDEN, NOT_FOUND, BAD_USER_INPUT, PAYLOAD_TOO_LARGE) gets that error in its edge, naming
+   * its field as input.records[i].field, and writes nothing; the others are written. More than 100 records, or none,
+   * is BAD_USER_INPUT for the whole call (extensions.limit maxRecords). Size: each content at most maxPayloadBytes
+   * (MAX_PAYLOAD_BYTES, default 5 MiB, PAYLOAD_TOO_LARGE for that item), metadata 16 KB each, and the whole request
+   * body at most MAX_BODY_BYTES (default 6 MiB; HTTP 413 PAYLOAD_TOO_LARGE for the whole call, at the gateway and
+   * the subgraph).
+   */
+  putMemories: PutMemoriesPayload;
   /** Delete a record and everything derived from it (chunks, search data, jobs) in one transaction. */
   deleteMemory: DeleteMemoryPayload;
   /** Delete a workspace with all its records and everything derived from them, in one transaction. */
@@ -115,6 +128,12 @@ export type MutationPutMemoryArgs = {
   id: Scalars['ID']['input'];
   input: PutMemoryInput;
   expectedVersion?: InputMaybe<Scalars['Int']['input']>;
+  idempotencyKey: Scalars['ID']['input'];
+};
+
+
+export type MutationPutMemoriesArgs = {
+  input: PutMemoriesInput;
   idempotencyKey: Scalars['ID']['input'];
 };
 
@@ -341,6 +360,68 @@ export type PutMemoryPayload = {
   created: Scalars['Boolean']['output'];
 };
 
+/** The records of one putMemories call (1 to 100). */
+export type PutMemoriesInput = {
+  records: Array<PutMemoriesRecordInput>;
+};
+
+/** One record of putMemories: putMemory's id, expectedVersion and input fields in one object. */
+export type PutMemoriesRecordInput = {
+  /** The record's client-generated id (a UUID), as putMemory's id. */
+  id: Scalars['ID']['input'];
+  /** As putMemory's: null unconditional, 0 must not exist yet, n only if still at version n. */
+  expectedVersion?: InputMaybe<Scalars['Int']['input']>;
+  workspaceId: Scalars['ID']['input'];
+  kind: Scalars['String']['input'];
+  content: Scalars['String']['input'];
+  tags?: InputMaybe<Array<Scalars['String']['input']>>;
+  /** A JSON object as text: at most 16 KB (UTF-8), nesting depth 8, 256 keys in all. */
+  metadata?: InputMaybe<Scalars['String']['input']>;
+  /** An embedding of the workspace's dimension (finite numbers, not all zero); stored as 32-bit floats. */
+  embedding?: InputMaybe<Array<Scalars['Float']['input']>>;
+  /** When the record expires; must be in the future. */
+  expiresAt?: InputMaybe<Scalars['DateTime']['input']>;
+};
+
+export type PutMemoriesPayload = {
+  __typename?: 'PutMemoriesPayload';
+  /** One edge per input record, in input order (edges[i] answers input.records[i]); at most 100. */
+  edges: Array<PutMemoriesEdge>;
+  /** Records written. */
+  written: Scalars['Int']['output'];
+  /** Records refused (each edge with an error). */
+  failed: Scalars['Int']['output'];
+};
+
+/** The outcome of one record of putMemories: the record written, or the error that record got (and nothing written). */
+export type PutMemoriesEdge = {
+  __typename?: 'PutMemoriesEdge';
+  /** The record's position in input.records. */
+  index: Scalars['Int']['output'];
+  /** The record's id as sent. */
+  id: Scalars['ID']['output'];
+  /** The record as written; null when it was refused. */
+  node: Maybe<MemoryRecord>;
+  /** True when this write created the record; null when it was refused. */
+  created: Maybe<Scalars['Boolean']['output']>;
+  /** Why the record was refused; null when it was written. */
+  error: Maybe<PutMemoriesError>;
+};
+
+/** A refused record of putMemories: what putMemory would have answered as a GraphQL error for it. */
+export type PutMemoriesError = {
+  __typename?: 'PutMemoriesError';
+  /** The error code (schemas/errors.json), e.g. VERSION_CONFLICT, FORBIDDEN, BAD_USER_INPUT, PAYLOAD_TOO_LARGE. */
+  code: Scalars['String']['output'];
+  message: Scalars['String']['output'];
+  /** The field at fault, e.g. input.records[3].content. */
+  field: Maybe<Scalars['String']['output']>;
+  /** VERSION_CONFLICT: the stored version (0 when the record does not exist). */
+  currentVersion: Maybe<Scalars['Int']['output']>;
+  /** The error's other extensions as JSON object text (e.g. detector, maxBytes, limit, expected, got). */
+  extensions: Scalars['String']['output'];
+};
+
 
 
 export type ResolverTypeWrapper<T> = Promise<T> | T;
@@ -476,6 +557,11 @@ export type ResolversTypes = {
   DeleteWorkspacePayload: ResolverTypeWrapper<DeleteWorkspacePayload>;
   EraseTenantMemoryPayload: ResolverTypeWrapper<EraseTenantMemoryPayload>;
   PutMemoryPayload: ResolverTypeWrapper<Omit<PutMemoryPayload, 'record'> & { record: ResolversTypes['MemoryRecord'] }>;
+  PutMemoriesInput: PutMemoriesInput;
+  PutMemoriesRecordInput: PutMemoriesRecordInput;
+  PutMemoriesPayload: ResolverTypeWrapper<Omit<PutMemoriesPayload, 'edges'> & { edges: Array<ResolversTypes['PutMemoriesEdge']> }>;
+  PutMemoriesEdge: ResolverTypeWrapper<Omit<PutMemoriesEdge, 'node'> & { node?: Maybe<ResolversTypes['MemoryRecord']> }>;
+  PutMemoriesError: ResolverTypeWrapper<PutMemoriesError>;
 };
 
 /** Mapping between all available schema types and the resolvers parents */
@@ -510,6 +596,11 @@ export type ResolversParentTypes = {
   DeleteWorkspacePayload: DeleteWorkspacePayload;
   EraseTenantMemoryPayload: EraseTenantMemoryPayload;
   PutMemoryPayload: Omit<PutMemoryPayload, 'record'> & { record: ResolversParentTypes['MemoryRecord'] };
+  PutMemoriesInput: PutMemoriesInput;
+  PutMemoriesRecordInput: PutMemoriesRecordInput;
+  PutMemoriesPayload: Omit<PutMemoriesPayload, 'edges'> & { edges: Array<ResolversParentTypes['PutMemoriesEdge']> };
+  PutMemoriesEdge: Omit<PutMemoriesEdge, 'node'> & { node?: Maybe<ResolversParentTypes['MemoryRecord']> };
+  PutMemoriesError: PutMemoriesError;
 };
 
 export type PrivacyDirectiveArgs = {
@@ -540,6 +631,7 @@ export type QueryResolvers<ContextType = SubgraphContext, ParentType extends Res
 export type MutationResolvers<ContextType = SubgraphContext, ParentType extends ResolversParentTypes['Mutation'] = ResolversParentTypes['Mutation']> = {
   createWorkspace?: Resolver<ResolversTypes['CreateWorkspacePayload'], ParentType, ContextType, RequireFields<MutationCreateWorkspaceArgs, 'input' | 'idempotencyKey'>>;
   putMemory?: Resolver<ResolversTypes['PutMemoryPayload'], ParentType, ContextType, RequireFields<MutationPutMemoryArgs, 'id' | 'input' | 'idempotencyKey'>>;
+  putMemories?: Resolver<ResolversTypes['PutMemoriesPayload'], ParentType, ContextType, RequireFields<MutationPutMemoriesArgs, 'input' | 'idempotencyKey'>>;
   deleteMemory?: Resolver<ResolversTypes['DeleteMemoryPayload'], ParentType, ContextType, RequireFields<MutationDeleteMemoryArgs, 'id' | 'idempotencyKey'>>;
   deleteWorkspace?: Resolver<ResolversTypes['DeleteWorkspacePayload'], ParentType, ContextType, RequireFields<MutationDeleteWorkspaceArgs, 'id' | 'idempotencyKey'>>;
   eraseTenantMemory?: Resolver<ResolversTypes['EraseTenantMemoryPayload'], ParentType, ContextType, RequireFields<MutationEraseTenantMemoryArgs, 'idempotencyKey'>>;
@@ -657,6 +749,28 @@ export type PutMemoryPayloadResolvers<ContextType = SubgraphContext, ParentType 
   created?: Resolver<ResolversTypes['Boolean'], ParentType, ContextType>;
 };
 
+export type PutMemoriesPayloadResolvers<ContextType = SubgraphContext, ParentType extends ResolversParentTypes['PutMemoriesPayload'] = ResolversParentTypes['PutMemoriesPayload']> = {
+  edges?: Resolver<Array<ResolversTypes['PutMemoriesEdge']>, ParentType, ContextType>;
+  written?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
+  failed?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
+};
+
+export type PutMemoriesEdgeResolvers<ContextType = SubgraphContext, ParentType extends ResolversParentTypes['PutMemoriesEdge'] = ResolversParentTypes['PutMemoriesEdge']> = {
+  index?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
+  id?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
+  node?: Resolver<Maybe<ResolversTypes['MemoryRecord']>, ParentType, ContextType>;
+  created?: Resolver<Maybe<ResolversTypes['Boolean']>, ParentType, ContextType>;
+  error?: Resolver<Maybe<ResolversTypes['PutMemoriesError']>, ParentType, ContextType>;
+};
+
+export type PutMemoriesErrorResolvers<ContextType = SubgraphContext, ParentType extends ResolversParentTypes['PutMemoriesError'] = ResolversParentTypes['PutMemoriesError']> = {
+  code?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  message?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  field?: Resolver<Maybe<ResolversTypes['String']>, ParentType, ContextType>;
+  currentVersion?: Resolver<Maybe<ResolversTypes['Int']>, ParentType, ContextType>;
+  extensions?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+};
+
 export type Resolvers<ContextType = SubgraphContext> = {
   DateTime?: GraphQLScalarType;
   PageInfo?: PageInfoResolvers<ContextType>;
@@ -679,6 +793,9 @@ export type Resolvers<ContextType = SubgraphContext> = {
   DeleteWorkspacePayload?: DeleteWorkspacePayloadResolvers<ContextType>;
   EraseTenantMemoryPayload?: EraseTenantMemoryPayloadResolvers<ContextType>;
   PutMemoryPayload?: PutMemoryPayloadResolvers<ContextType>;
+  PutMemoriesPayload?: PutMemoriesPayloadResolvers<ContextType>;
+  PutMemoriesEdge?: PutMemoriesEdgeResolvers<ContextType>;
+  PutMemoriesError?: PutMemoriesErrorResolvers<ContextType>;
 };
 
 export type DirectiveResolvers<ContextType = SubgraphContext> = {

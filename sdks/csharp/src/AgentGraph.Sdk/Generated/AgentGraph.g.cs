@@ -575,6 +575,23 @@ public sealed class AgentGraph : IDisposable
     }
 
     /// <summary>
+    /// Write 1 to 100 records (putMemory's fields each, with id and expectedVersion) in one transaction under one
+    /// idempotency key. edges[i] answers input.records[i]: the record written (node, created) or why it was refused
+    /// (error: code, field such as input.records[3].content, currentVersion), with nothing written for it; the other
+    /// records are written. The node leaves content and metadata out to keep bulk answers small (read the record for
+    /// what a REDACT workspace stored). content, metadata and embedding are PERSONAL, as in putMemory.
+    /// mutation PutMemories.
+    /// Idempotent: one key per call, resent on every retry; pass CallOptions.IdempotencyKey to repeat a call across restarts.
+    /// </summary>
+    public async Task<Result<PutMemoriesData>> PutMemoriesAsync(PutMemoriesInput input, CallOptions? options = null, CancellationToken cancellationToken = default)
+    {
+        var variables = new JsonObject();
+        variables["input"] = JsonSerializer.SerializeToNode(input, AgentGraphJson.Options);
+        var result = await Client.ExecuteAsync(AgentGraphOperations.PutMemories, variables, options, cancellationToken).ConfigureAwait(false);
+        return new Result<PutMemoriesData>(result.Data.Deserialize<PutMemoriesData>(AgentGraphJson.Options)!, result);
+    }
+
+    /// <summary>
     /// Create or replace a record under a client-generated UUID (PUT). expectedVersion: null writes unconditionally,
     /// 0 means "must not exist yet", n means "only if still at version n" (VERSION_CONFLICT otherwise).
     /// content, metadata and embedding are PERSONAL: the client's privacy policy must allow PERSONAL.

@@ -10,7 +10,7 @@ public static class AgentGraphOperations
     /// <summary>
     /// The schema version (capabilities.schemaVersion) these operations were generated from.
     /// </summary>
-    public const string SchemaVersion = "2b1b53776118";
+    public const string SchemaVersion = "3f95523b0ea3";
 
     /// <summary>
     /// Record progress on a message of your inbox: DELIVERED, READ, HANDLED, ACKNOWLEDGED, or FAILED with a reason.
@@ -510,6 +510,33 @@ public static class AgentGraphOperations
         new Dictionary<string, PrivacyRule>());
 
     /// <summary>
+    /// Write 1 to 100 records (putMemory's fields each, with id and expectedVersion) in one transaction under one
+    /// idempotency key. edges[i] answers input.records[i]: the record written (node, created) or why it was refused
+    /// (error: code, field such as input.records[3].content, currentVersion), with nothing written for it; the other
+    /// records are written. The node leaves content and metadata out to keep bulk answers small (read the record for
+    /// what a REDACT workspace stored). content, metadata and embedding are PERSONAL, as in putMemory.
+    /// From schemas/operations/memory.graphql.
+    /// </summary>
+    public static OperationSpec PutMemories { get; } = new(
+        "PutMemories",
+        "mutation PutMemories($input: PutMemoriesInput!, $idempotencyKey: ID!) { putMemories(input: $input, idempotencyKey: $idempotencyKey) { written failed edges { index id created node { id version kind tags expiresAt createdAt updatedAt author { id } workspace { id } } error { code message field currentVersion extensions } } } }",
+        OperationKind.Mutation,
+        true,
+        new Dictionary<string, PrivacyRule>
+        {
+            ["input.records"] = new(DataClass.INTERNAL, true),
+            ["input.records[].content"] = new(DataClass.PERSONAL, true),
+            ["input.records[].embedding"] = new(DataClass.PERSONAL, false),
+            ["input.records[].expectedVersion"] = new(DataClass.INTERNAL, false),
+            ["input.records[].expiresAt"] = new(DataClass.INTERNAL, false),
+            ["input.records[].id"] = new(DataClass.INTERNAL, true),
+            ["input.records[].kind"] = new(DataClass.INTERNAL, true),
+            ["input.records[].metadata"] = new(DataClass.PERSONAL, false),
+            ["input.records[].tags"] = new(DataClass.INTERNAL, false),
+            ["input.records[].workspaceId"] = new(DataClass.INTERNAL, true),
+        });
+
+    /// <summary>
     /// Create or replace a record under a client-generated UUID (PUT). expectedVersion: null writes unconditionally,
     /// 0 means "must not exist yet", n means "only if still at version n" (VERSION_CONFLICT otherwise).
     /// content, metadata and embedding are PERSONAL: the client's privacy policy must allow PERSONAL.
@@ -917,6 +944,7 @@ public static class AgentGraphOperations
         ["Plugins"] = Plugins,
         ["PostMessage"] = PostMessage,
         ["PromoteRelease"] = PromoteRelease,
+        ["PutMemories"] = PutMemories,
         ["PutMemory"] = PutMemory,
         ["RegisterDevice"] = RegisterDevice,
         ["RejectRelease"] = RejectRelease,

@@ -638,6 +638,88 @@ public sealed record PostMessageInput
 }
 
 /// <summary>
+/// The records of one putMemories call (1 to 100).
+/// </summary>
+public sealed record PutMemoriesInput
+{
+    /// <summary>
+    /// Privacy class: INTERNAL.
+    /// </summary>
+    [JsonPropertyName("records")]
+    public required IReadOnlyList<PutMemoriesRecordInput> Records { get; init; }
+}
+
+/// <summary>
+/// One record of putMemories: putMemory's id, expectedVersion and input fields in one object.
+/// </summary>
+public sealed record PutMemoriesRecordInput
+{
+    /// <summary>
+    /// The record's client-generated id (a UUID), as putMemory's id.
+    /// Privacy class: INTERNAL.
+    /// </summary>
+    [JsonPropertyName("id")]
+    public required string Id { get; init; }
+
+    /// <summary>
+    /// As putMemory's: null unconditional, 0 must not exist yet, n only if still at version n.
+    /// Privacy class: INTERNAL.
+    /// </summary>
+    [JsonPropertyName("expectedVersion")]
+    [JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)]
+    public int? ExpectedVersion { get; init; }
+
+    /// <summary>
+    /// Privacy class: INTERNAL.
+    /// </summary>
+    [JsonPropertyName("workspaceId")]
+    public required string WorkspaceId { get; init; }
+
+    /// <summary>
+    /// Privacy class: INTERNAL.
+    /// </summary>
+    [JsonPropertyName("kind")]
+    public required string Kind { get; init; }
+
+    /// <summary>
+    /// Privacy class: PERSONAL.
+    /// </summary>
+    [JsonPropertyName("content")]
+    public required string Content { get; init; }
+
+    /// <summary>
+    /// Privacy class: INTERNAL.
+    /// </summary>
+    [JsonPropertyName("tags")]
+    [JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)]
+    public IReadOnlyList<string>? Tags { get; init; }
+
+    /// <summary>
+    /// A JSON object as text: at most 16 KB (UTF-8), nesting depth 8, 256 keys in all.
+    /// Privacy class: PERSONAL.
+    /// </summary>
+    [JsonPropertyName("metadata")]
+    [JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)]
+    public string? Metadata { get; init; }
+
+    /// <summary>
+    /// An embedding of the workspace's dimension (finite numbers, not all zero); stored as 32-bit floats.
+    /// Privacy class: PERSONAL.
+    /// </summary>
+    [JsonPropertyName("embedding")]
+    [JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)]
+    public IReadOnlyList<double>? Embedding { get; init; }
+
+    /// <summary>
+    /// When the record expires; must be in the future.
+    /// Privacy class: INTERNAL.
+    /// </summary>
+    [JsonPropertyName("expiresAt")]
+    [JsonIgnore(Condition = JsonIgnoreCondition.WhenWritingNull)]
+    public string? ExpiresAt { get; init; }
+}
+
+/// <summary>
 /// The PutMemoryInput input.
 /// </summary>
 public sealed record PutMemoryInput
@@ -5074,6 +5156,207 @@ public sealed record PromoteReleaseDataPromoteReleaseRelease
     /// </summary>
     [JsonPropertyName("targetPath")]
     public string? TargetPath { get; init; }
+}
+
+/// <summary>
+/// A Mutation as PutMemoriesData selects it.
+/// </summary>
+public sealed record PutMemoriesData
+{
+    /// <summary>
+    /// Bulk putMemory: 1 to 100 records in one transaction under one idempotency key (a replay returns the stored
+    /// answer, per-item errors included). Each record is written exactly as putMemory would write it (versions,
+    /// expectedVersion, device authorship, expiry, workspace dimension, secret filter, limits, one indexing job), in
+    /// input order (an id given twice is written twice). Items are independent: a record that putMemory would refuse
+    /// (VERSION_CONFLICT, FORBIDDEN, NOT_FOUND, BAD_USER_INPUT, PAYLOAD_TOO_LARGE) gets that error in its edge, naming
+    /// its field as input.records[i].field, and writes nothing; the others are written. More than 100 records, or none,
+    /// is BAD_USER_INPUT for the whole call (extensions.limit maxRecords). Size: each content at most maxPayloadBytes
+    /// (MAX_PAYLOAD_BYTES, default 5 MiB, PAYLOAD_TOO_LARGE for that item), metadata 16 KB each, and the whole request
+    /// body at most MAX_BODY_BYTES (default 6 MiB; HTTP 413 PAYLOAD_TOO_LARGE for the whole call, at the gateway and
+    /// the subgraph).
+    /// </summary>
+    [JsonPropertyName("putMemories")]
+    public required PutMemoriesDataPutMemories PutMemories { get; init; }
+}
+
+/// <summary>
+/// A PutMemoriesPayload as PutMemoriesDataPutMemories selects it.
+/// </summary>
+public sealed record PutMemoriesDataPutMemories
+{
+    /// <summary>
+    /// Records written.
+    /// </summary>
+    [JsonPropertyName("written")]
+    public required int Written { get; init; }
+
+    /// <summary>
+    /// Records refused (each edge with an error).
+    /// </summary>
+    [JsonPropertyName("failed")]
+    public required int Failed { get; init; }
+
+    /// <summary>
+    /// One edge per input record, in input order (edges[i] answers input.records[i]); at most 100.
+    /// </summary>
+    [JsonPropertyName("edges")]
+    public required IReadOnlyList<PutMemoriesDataPutMemoriesEdges> Edges { get; init; }
+}
+
+/// <summary>
+/// A PutMemoriesEdge as PutMemoriesDataPutMemoriesEdges selects it.
+/// </summary>
+public sealed record PutMemoriesDataPutMemoriesEdges
+{
+    /// <summary>
+    /// The record's position in input.records.
+    /// </summary>
+    [JsonPropertyName("index")]
+    public required int Index { get; init; }
+
+    /// <summary>
+    /// The record's id as sent.
+    /// </summary>
+    [JsonPropertyName("id")]
+    public required string Id { get; init; }
+
+    /// <summary>
+    /// True when this write created the record; null when it was refused.
+    /// </summary>
+    [JsonPropertyName("created")]
+    public bool? Created { get; init; }
+
+    /// <summary>
+    /// The record as written; null when it was refused.
+    /// </summary>
+    [JsonPropertyName("node")]
+    public PutMemoriesDataPutMemoriesEdgesNode? Node { get; init; }
+
+    /// <summary>
+    /// Why the record was refused; null when it was written.
+    /// </summary>
+    [JsonPropertyName("error")]
+    public PutMemoriesDataPutMemoriesEdgesError? Error { get; init; }
+}
+
+/// <summary>
+/// A PutMemoriesError as PutMemoriesDataPutMemoriesEdgesError selects it.
+/// </summary>
+public sealed record PutMemoriesDataPutMemoriesEdgesError
+{
+    /// <summary>
+    /// The error code (schemas/errors.json), e.g. VERSION_CONFLICT, FORBIDDEN, BAD_USER_INPUT, PAYLOAD_TOO_LARGE.
+    /// </summary>
+    [JsonPropertyName("code")]
+    public required string Code { get; init; }
+
+    /// <summary>
+    /// message
+    /// </summary>
+    [JsonPropertyName("message")]
+    public required string Message { get; init; }
+
+    /// <summary>
+    /// The field at fault, e.g. input.records[3].content.
+    /// </summary>
+    [JsonPropertyName("field")]
+    public string? Field { get; init; }
+
+    /// <summary>
+    /// VERSION_CONFLICT: the stored version (0 when the record does not exist).
+    /// </summary>
+    [JsonPropertyName("currentVersion")]
+    public int? CurrentVersion { get; init; }
+
+    /// <summary>
+    /// The error's other extensions as JSON object text (e.g. detector, maxBytes, limit, expected, got).
+    /// </summary>
+    [JsonPropertyName("extensions")]
+    public required string Extensions { get; init; }
+}
+
+/// <summary>
+/// A MemoryRecord as PutMemoriesDataPutMemoriesEdgesNode selects it.
+/// </summary>
+public sealed record PutMemoriesDataPutMemoriesEdgesNode
+{
+    /// <summary>
+    /// id
+    /// </summary>
+    [JsonPropertyName("id")]
+    public required string Id { get; init; }
+
+    /// <summary>
+    /// version
+    /// </summary>
+    [JsonPropertyName("version")]
+    public required int Version { get; init; }
+
+    /// <summary>
+    /// kind
+    /// </summary>
+    [JsonPropertyName("kind")]
+    public required string Kind { get; init; }
+
+    /// <summary>
+    /// tags
+    /// </summary>
+    [JsonPropertyName("tags")]
+    public required IReadOnlyList<string> Tags { get; init; }
+
+    /// <summary>
+    /// When the record expires (disappears from every read and is purged); null: never.
+    /// </summary>
+    [JsonPropertyName("expiresAt")]
+    public string? ExpiresAt { get; init; }
+
+    /// <summary>
+    /// createdAt
+    /// </summary>
+    [JsonPropertyName("createdAt")]
+    public required string CreatedAt { get; init; }
+
+    /// <summary>
+    /// updatedAt
+    /// </summary>
+    [JsonPropertyName("updatedAt")]
+    public required string UpdatedAt { get; init; }
+
+    /// <summary>
+    /// author
+    /// </summary>
+    [JsonPropertyName("author")]
+    public required PutMemoriesDataPutMemoriesEdgesNodeAuthor Author { get; init; }
+
+    /// <summary>
+    /// workspace
+    /// </summary>
+    [JsonPropertyName("workspace")]
+    public required PutMemoriesDataPutMemoriesEdgesNodeWorkspace Workspace { get; init; }
+}
+
+/// <summary>
+/// A Workspace as PutMemoriesDataPutMemoriesEdgesNodeWorkspace selects it.
+/// </summary>
+public sealed record PutMemoriesDataPutMemoriesEdgesNodeWorkspace
+{
+    /// <summary>
+    /// id
+    /// </summary>
+    [JsonPropertyName("id")]
+    public required string Id { get; init; }
+}
+
+/// <summary>
+/// A User as PutMemoriesDataPutMemoriesEdgesNodeAuthor selects it.
+/// </summary>
+public sealed record PutMemoriesDataPutMemoriesEdgesNodeAuthor
+{
+    /// <summary>
+    /// id
+    /// </summary>
+    [JsonPropertyName("id")]
+    public required string Id { get; init; }
 }
 
 /// <summary>
