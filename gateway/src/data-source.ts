@@ -17,7 +17,13 @@
 import { RemoteGraphQLDataSource, type GraphQLDataSourceProcessOptions } from '@apollo/gateway';
 import type { GatewayGraphQLResponse } from '@apollo/server-gateway-interface';
 import type { Fetcher, FetcherRequestInit, FetcherResponse } from '@apollo/utils.fetcher';
-import { GATEWAY_SECRET_HEADER } from '@agentgraph/runtime';
+import {
+  GATEWAY_SECRET_HEADER,
+  inChildSpan,
+  injectTraceHeaders,
+  setActiveSpanAttributes,
+} from '@agentgraph/runtime';
+import { SpanKind } from '@opentelemetry/api';
 import { Pool } from 'undici';
 
 /** Per-request state shared by the gateway handler, the data sources and the plugins. */
@@ -116,6 +122,7 @@ export class PooledDataSource extends RemoteGraphQLDataSource<GatewayContext> {
   private readonly dedupe: DedupeState;
   private readonly inflight = new Map<string, Promise<RawAnswer>>();
   private readonly gatewaySecret: string | undefined;
+  private readonly spanAttributes: Record<string, string | number>;
 
   constructor(
     subgraph: string,
@@ -132,6 +139,13 @@ export class PooledDataSource extends RemoteGraphQLDataSource<GatewayContext> {
     this.path = target.pathname + target.search;
     this.dedupe = dedupe;
     this.gatewaySecret = gatewaySecret;
+    this.spanAttributes = {
+      'http.request.method': 'POST',
+      'url.full': target.origin + this.path,
+      'server.address': target.hostname,
+      'server.port': Number(target.port) || 80,
+      'peer.service': subgraph,
+    };
   }
 
   private async send(headers: Record<string, string>, body: string): Promise<RawAnswer> {
@@ -139,7 +153,16 @@ export class PooledDataSource extends RemoteGraphQLDataSource<GatewayContext> {
     return { status: res.statusCode, text: await res.body.text() };
   }
 
-  override async process(
+  /** The fetch, as a CLIENT span of the request's trace when tracing is on (telemetry in runtime/src/telemetry/). */
+  override process(
+    options: GraphQLDataSourceProcessOptions<GatewayContext>,
+  ): Promise<GatewayGraphQLResponse> {
+    return inChildSpan('gateway', `POST ${this.subgraph}`, SpanKind.CLIENT, this.spanAttributes, () =>
+      this.fetchAnswer(options),
+    );
+  }
+
+  private async fetchAnswer(
     options: GraphQLDataSourceProcessOptions<GatewayContext>,
   ): Promise<GatewayGraphQLResponse> {
     const { request } = options;
@@ -153,6 +176,8 @@ export class PooledDataSource extends RemoteGraphQLDataSource<GatewayContext> {
     if (context?.correlationId) headers['x-correlation-id'] = context.correlationId;
     if (context?.forwardedFor) headers['x-forwarded-for'] = context.forwardedFor;
     if (context?.userAgent) headers['user-agent'] = context.userAgent;
+    // W3C traceparent of the fetch span: the subgraph continues the trace (it trusts it with the gateway secret only).
+    injectTraceHeaders(headers);
     const body = JSON.stringify({
       query: request.query,
       variables: request.variables,
@@ -167,6 +192,7 @@ export class PooledDataSource extends RemoteGraphQLDataSource<GatewayContext> {
       let shared = this.inflight.get(key);
       if (shared) {
         this.dedupe.shared++;
+        setActiveSpanAttributes(() => ({ 'agentgraph.fetch.shared': true }));
       } else {
         shared = this.send(headers, body).finally(() => this.inflight.delete(key));
         this.inflight.set(key, shared);
@@ -179,6 +205,7 @@ export class PooledDataSource extends RemoteGraphQLDataSource<GatewayContext> {
         if (operation !== 'query') this.dedupe.epoch++;
       }
     }
+    setActiveSpanAttributes(() => ({ 'http.response.status_code': raw.status }));
     let answer: SubgraphAnswer;
     try {
       answer = JSON.parse(raw.text) as SubgraphAnswer;

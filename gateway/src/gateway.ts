@@ -50,6 +50,9 @@ import {
   sendThrown,
   unsupportedMediaType,
   withCorrelationId,
+  endRequestSpan,
+  runInContext,
+  startRequestSpan,
   type Config,
   type Logger,
   type SubgraphName,
@@ -73,6 +76,8 @@ import {
 import type { ConsoleRoutes } from './console/index.js';
 import { createStreamHandler, type StreamEndListener, type Timers } from './stream.js';
 import { subgraphSchemaOf, subscriptionOwners } from './supergraph.js';
+import { rememberRequestSpan, tracingPlugin } from './tracing.js';
+import type { Span } from '@opentelemetry/api';
 
 export type { GatewayContext } from './data-source.js';
 export type { Timers } from './stream.js';
@@ -265,6 +270,7 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
       ApolloServerPluginInlineTraceDisabled(),
       ApolloServerPluginCacheControlDisabled(),
       responsePlugin,
+      tracingPlugin,
       ...(persisted.mode === 'apq' ? [persisted.plugin<GatewayContext>()] : []),
     ],
   });
@@ -361,10 +367,13 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
       private readonly res: ServerResponse,
       private readonly path: string,
       private readonly correlationId: string,
+      /** The request's SERVER span when tracing is on: for a stream, the stream's lifetime, with its end reason. */
+      private readonly span?: Span,
     ) {}
 
     /** The stream it opened is over (called from the stream's own events, outside the request's log context). */
-    streamEnded(): void {
+    streamEnded(reason?: string): void {
+      if (reason) this.span?.setAttribute('agentgraph.stream.end_reason', reason);
       withCorrelationId(this.correlationId, () => this.settle());
     }
 
@@ -378,6 +387,7 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
       };
       if (this.path === '/readyz') log.debug('request', fields);
       else log.info('request', fields);
+      if (this.span) endRequestSpan(this.span, this.res.statusCode);
       inflight.leave();
       if (shuttingDown) server.closeIdleConnections();
     }
@@ -506,6 +516,7 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
       userAgent: req.headers['user-agent'],
     };
     if (resolved.register) persisted.rememberAfterValidation(context, resolved.register, query);
+    rememberRequestSpan(context);
     const result = await apollo.executeHTTPGraphQLRequest({
       httpGraphQLRequest: { method: req.method, headers, search, body },
       context: async () => context,
@@ -554,8 +565,9 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
     path: string,
     search: string,
     correlationId: string,
+    span?: Span,
   ) => {
-    const info = new RequestEnd(req, res, path, correlationId);
+    const info = new RequestEnd(req, res, path, correlationId, span);
     // An open stream ends later, from its own events: no promise of this request stays pending meanwhile (each would
     // cost memory per idle stream, the more so under AsyncLocalStorage).
     let streaming = false;
@@ -588,9 +600,19 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
     if (path !== '/graphql/stream') res.setHeader('x-correlation-id', correlationId);
     if (shuttingDown) res.setHeader('connection', 'close');
     inflight.enter();
+    // A SERVER span when tracing is on, always a new root: a client's traceparent is only linked (runtime telemetry).
+    const traced =
+      path === '/graphql' || path === '/graphql/stream'
+        ? startRequestSpan(req, res, {
+            tracer: 'gateway',
+            route: path,
+            trusted: () => false,
+            endOnClose: false,
+          })
+        : undefined;
     // handle() settles every request itself (its log line, inflight): the request's end for a stream comes later.
-    void withCorrelationId(correlationId, () =>
-      handle(req, res, path, q < 0 ? '' : url.slice(q), correlationId),
+    void runInContext(traced?.context, withCorrelationId, correlationId, () =>
+      handle(req, res, path, q < 0 ? '' : url.slice(q), correlationId, traced?.span),
     );
   });
   server.keepAliveTimeout = 65_000;

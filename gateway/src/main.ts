@@ -5,7 +5,14 @@
  */
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { ConfigError, createLogger, loadConfig, type Config, stopOnSignals } from '@agentgraph/runtime';
+import {
+  ConfigError,
+  createLogger,
+  loadConfig,
+  startTracing,
+  type Config,
+  stopOnSignals,
+} from '@agentgraph/runtime';
 import { startPlatform, type Platform } from './platform.js';
 
 function loadOrExit(): Config {
@@ -66,6 +73,8 @@ function banner(p: Platform): string {
 
 const config = loadOrExit();
 const log = createLogger({ service: 'agentgraph' }, { level: config.logLevel });
+// Traces when OTEL_TRACES_EXPORTER=otlp (runtime/src/telemetry/): one provider for the gateway and the subgraphs here.
+const tracing = startTracing({ serviceName: 'agentgraph' });
 // The web console, built by `npm run build:web` (npm start runs it first when the sources changed).
 const consoleDist = fileURLToPath(new URL('../../web/dist', import.meta.url));
 const consoleBuilt = existsSync(`${consoleDist}/index.html`);
@@ -83,4 +92,7 @@ try {
 }
 process.stdout.write(banner(platform) + '\n');
 
-stopOnSignals(log, () => platform.close());
+stopOnSignals(log, async () => {
+  await platform.close();
+  await tracing.shutdown();
+});

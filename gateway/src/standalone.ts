@@ -17,6 +17,7 @@ import {
   createTokenVerifier,
   loadConfig,
   openDatabase,
+  startTracing,
   type Config,
   type RevocationList,
   stopOnSignals,
@@ -39,6 +40,8 @@ const { values: flags } = parseArgs({
   strict: false,
 });
 const log = createLogger({ service: 'gateway' }, { level: config.logLevel });
+// Traces when OTEL_TRACES_EXPORTER=otlp (runtime/src/telemetry/); off by default.
+const tracing = startTracing({ serviceName: 'gateway' });
 
 // Revocations: only a server database is shared with the subgraphs. The embedded one (PGlite, development) belongs to
 // one process, so a gateway on its own cannot see the subgraphs' revocations; the subgraphs still refuse revoked
@@ -76,4 +79,5 @@ stopOnSignals(log, async () => {
   await gateway.close();
   await revocations?.close();
   await closeDatabase();
+  await tracing.shutdown();
 });

@@ -16,7 +16,8 @@ export const MAX_CLIENT_BACKLOG_BYTES = 4 * 1024 * 1024;
 
 /** Told once when an open stream is over. An object with a method, so a caller keeps no closure per stream. */
 export interface StreamEndListener {
-  streamEnded(): void;
+  /** `reason`: completed, failed (the source went away) or closed (the client left). */
+  streamEnded(reason?: string): void;
 }
 
 /** What the client streams of one handler share (one object for all of them). */
@@ -115,11 +116,11 @@ export class MuxClientStream implements MuxOperation, OpenStream {
     if (failure !== null)
       this.write(`event: next\ndata: ${this.host.failureEvent(failure, this.correlationId)}\n\n`);
     if (this.res.writable) this.res.end(COMPLETE_EVENT);
-    this.end();
+    this.end(failure === null ? 'completed' : 'failed');
   }
 
-  /** The stream is over: called once, whichever side ended it. */
-  end(): void {
+  /** The stream is over: called once, whichever side ended it (without a reason: the client's response closed). */
+  end(reason = 'closed'): void {
     if (this.phase === ENDED) return;
     this.phase = ENDED;
     this.held = null;
@@ -127,6 +128,6 @@ export class MuxClientStream implements MuxOperation, OpenStream {
     (this.res as Carrier)[STREAM] = undefined;
     if (!this.res.writableEnded) this.res.end();
     this.host.ended(this);
-    this.onEnd?.streamEnded();
+    this.onEnd?.streamEnded(reason);
   }
 }

@@ -135,7 +135,7 @@ export interface StreamEvents {
 
 export interface RelayHooks extends StreamEvents {
   /** Called once, when the relay is over (either side closed, completed, or `finish()`). */
-  onEnd(): void;
+  onEnd(reason: string): void;
 }
 
 /**
@@ -215,22 +215,23 @@ export class SseRelay implements OpenStream {
   private fail(reason: string): void {
     if (this.ended) return;
     this.writeText(`event: next\ndata: ${this.hooks.onFailure(reason)}\n\n`);
-    this.complete();
+    this.complete('failed');
   }
 
-  private complete(): void {
+  private complete(reason = 'completed'): void {
     if (this.ended) return;
     if (this.res.writable) this.res.end(COMPLETE_EVENT);
-    this.stop();
+    this.stop(reason);
   }
 
-  private stop(): void {
+  /** `reason` as StreamEndListener says (without one: the client's response closed). */
+  private stop(reason = 'closed'): void {
     if (this.ended) return;
     this.ended = true;
     this.leftover = null;
     this.request.destroy();
     if (!this.res.writableEnded) this.res.end();
-    this.hooks.onEnd();
+    this.hooks.onEnd(reason);
   }
 }
 

@@ -13,6 +13,7 @@ import {
   isClientCode,
   maskedError,
   GATEWAY_SECRET_HEADER,
+  injectTraceHeaders,
   isJsonContentType,
   Lru,
   readBody,
@@ -520,6 +521,8 @@ export function createStreamHandler(opts: StreamOptions) {
       ...(ctx.forwardedFor ? { 'x-forwarded-for': ctx.forwardedFor } : {}),
       ...(ctx.userAgent ? { 'user-agent': ctx.userAgent } : {}),
     };
+    // The stream's request span goes on in the subgraph (which trusts it with the gateway secret only).
+    injectTraceHeaders(headers);
     const opened = multiplex
       ? await serveMultiplexed(res, ctx, checked.owner, base, headers, checked.subscription)
       : await serveDistinct(res, ctx, checked.owner, base, headers, checked.subscription);
@@ -683,9 +686,9 @@ export function createStreamHandler(opts: StreamOptions) {
         log.warn('upstream stream failed', { subgraph: owner, error: reason });
         return failureEvent(correlationId);
       },
-      onEnd() {
+      onEnd(reason) {
         open.delete(relay);
-        onEnd?.streamEnded();
+        onEnd?.streamEnded(reason);
       },
     });
     open.add(relay);

@@ -34,3 +34,4 @@ export * from './gateway-secret.js';
 export * from './schema-details.js';
 export * from './db/errors.js';
 export * from './input-text.js';
+export * from './telemetry/tracing.js';

@@ -5,6 +5,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
 import { writeSync } from 'node:fs';
+import { activeTraceIds } from './telemetry/tracing.js';
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 const levelRank: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40 };
@@ -99,6 +100,8 @@ export function createLogger(base: Record<string, unknown>, opts: LoggerOptions 
       msg,
       ...(redact(base) as object),
       ...(correlationId ? { correlationId } : {}),
+      // trace_id/span_id of the active span when tracing is on (telemetry/tracing.ts); a flag check when off.
+      ...activeTraceIds(),
       ...(fields ? (redact(fields) as object) : {}),
     };
     write(JSON.stringify(record));

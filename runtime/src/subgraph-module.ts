@@ -15,6 +15,7 @@ import { createLogger, type Logger } from './log.js';
 import type { PrincipalOperations } from './principals.js';
 import { createRevocationList, type RevocationList } from './revocation.js';
 import { stopOnSignals } from './stop-on-signals.js';
+import { startTracing } from './telemetry/tracing.js';
 import {
   createSubgraphServer,
   type RouteHandler,
@@ -136,10 +137,13 @@ export async function serveSubgraph(
 export async function runStandalone(module: SubgraphModule): Promise<void> {
   const config = loadConfig();
   const log = createLogger({ service: module.name }, { level: config.logLevel });
+  // Before the database opens: its statements are traced when tracing is on (OTEL_TRACES_EXPORTER=otlp).
+  const tracing = startTracing({ serviceName: module.name });
   const { db, handle } = await openDatabase(config, [module.migrations], module.name);
   const served = await serveSubgraph(module, { config, db, log });
   stopOnSignals(log, async () => {
     await served.close();
     await handle.close();
+    await tracing.shutdown();
   });
 }

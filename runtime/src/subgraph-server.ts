@@ -58,6 +58,7 @@ import {
 import { originOf, type RequestOrigin } from './origin.js';
 import { createPrincipalCheck, type PrincipalOperations } from './principals.js';
 import type { AuthContext } from './tenancy.js';
+import { runInContext, setActiveSpanAttributes, startRequestSpan } from './telemetry/tracing.js';
 
 /** graphql-sse's header naming a reservation (single-connection mode). */
 export const STREAM_TOKEN_HEADER = 'x-graphql-event-stream-token';
@@ -249,6 +250,10 @@ export function createSubgraphServer(opts: SubgraphServerOptions): {
     if (unstorable) throw unstorable;
     const abort = new AbortController();
     const ctx = await contextFor(req, correlationId, abort.signal, document, operationName);
+    setActiveSpanAttributes(() => ({
+      'graphql.operation.type': getOperationAST(document, operationName)?.operation ?? '',
+      ...(operationName ? { 'graphql.operation.name': operationName } : {}),
+    }));
     const result = (await execute({
       schema,
       document,
@@ -494,7 +499,17 @@ export function createSubgraphServer(opts: SubgraphServerOptions): {
       requests.enter();
       res.once('close', () => requests.leave());
     }
-    withCorrelationId(correlationId, async () => {
+    // A SERVER span when tracing is on: it continues the caller's trace only for the gateway (its secret), else a root.
+    const traced =
+      path === '/graphql' || path === '/graphql/stream'
+        ? startRequestSpan(req, res, {
+            tracer: opts.name,
+            route: path,
+            trusted: () => isGatewayRequest(req.headers[GATEWAY_SECRET_HEADER], config.gatewaySecret),
+            endOnClose: true,
+          })?.context
+        : undefined;
+    runInContext(traced, withCorrelationId, correlationId, async () => {
       try {
         if (path === '/graphql') return await handleGraphQL(req, res, correlationId);
         if (path === '/graphql/stream') {

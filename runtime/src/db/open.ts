@@ -6,6 +6,7 @@ import { openFromTemplate } from './pglite-template.js';
 import { openPostgres } from './postgres.js';
 import type { Database, DatabaseHandle } from './types.js';
 import type { Service } from './service-roles.js';
+import { tracedHandle } from '../telemetry/db.js';
 
 export const runtimeMigrations: MigrationSet = {
   namespace: 'runtime',
@@ -37,7 +38,8 @@ export async function openDatabase(
     d.driver === 'pglite' && !d.dataDir && d.templateDir
       ? await openFromTemplate(d.templateDir, all, config.appRole)
       : null;
-  const handle = templated?.handle ?? (await openHandle(config));
+  // Database spans when tracing is on (telemetry/db.ts): the app connections, not the migrations.
+  const handle = tracedHandle(templated?.handle ?? (await openHandle(config)));
   try {
     if (config.migrate !== false) {
       await migrate(handle, all, config.appRole);
