@@ -22,9 +22,9 @@ function spansOf(detector: Detector, text: string): Finding[] {
       : `${detector.pattern.flags}d`;
     withIndices.set(detector, (re = new RegExp(detector.pattern.source, flags)));
   }
-  for (const m of text.matchAll(re)) {
-    if (detector.accept && !detector.accept(m[0])) continue;
-    const group = m.indices?.groups?.['s'];
+  for (const m of text.matchAll(re) as IterableIterator<RegExpExecArray>) {
+    if (detector.accept && !detector.accept(m)) continue;
+    const group = detector.groups?.map((g) => m.indices![g]).find((span) => span !== undefined);
     const [start, end] = group ?? m.indices![0]!;
     if (end > start) out.push({ detector: detector.name, start, end });
   }
