@@ -144,6 +144,8 @@ const EnvSchema = z.object({
    */
   GATEWAY_SECRET: z.string().min(32, 'must be at least 32 characters of random data').optional(),
   GATEWAY_SECRET_FILE: z.string().min(1).optional(),
+  /** Bearer token a Prometheus scraper sends for /metrics (runtime/src/metrics/; required for /metrics in production). */
+  METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters of random data').optional(),
   /** Token buckets (coordination): intent creation and posting (room posts, agent messages), per principal and tenant. */
   /**
    * `iss` of signed intents, and the audience devices sign their reports for: the public origin of coordination
@@ -178,6 +180,8 @@ export interface Config {
   subgraphPorts: Record<SubgraphName, number>;
   subgraphUrls: Record<SubgraphName, string>;
   logLevel: 'debug' | 'info' | 'warn' | 'error';
+  /** METRICS_TOKEN: /metrics answers a request with it from anywhere; without it, loopback in development only. */
+  metricsToken: string | undefined;
   cursorSecret: string;
   tokenIssuer: string;
   tokenAudience: string;
@@ -379,6 +383,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     subgraphPorts,
     subgraphUrls,
     logLevel: e.LOG_LEVEL,
+    metricsToken: e.METRICS_TOKEN,
     cursorSecret:
       e.CURSOR_SECRET ??
       (e.DATA_DIR === 'memory://'

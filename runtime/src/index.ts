@@ -34,4 +34,5 @@ export * from './gateway-secret.js';
 export * from './schema-details.js';
 export * from './db/errors.js';
 export * from './input-text.js';
+export * from './metrics/index.js';
 export * from './telemetry/tracing.js';

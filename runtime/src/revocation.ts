@@ -119,6 +119,10 @@ export interface RevocationList {
   close(): Promise<void>;
   /** Live entries held (for tests and metrics). */
   readonly size: number;
+  /** When the list was last loaded in full (epoch ms; 0 before the first load), for the metrics' list age. */
+  readonly loadedAt: number;
+  /** The last notification's delay from its commit to its arrival here (ms), for the metrics' lag. */
+  readonly notificationLagMs: number | undefined;
   /** Calls `listener` after every change (a new or extended revocation); returns the unsubscribe function. */
   subscribe(listener: () => void): () => void;
 }
@@ -144,6 +148,8 @@ export function createRevocationList(
   // so memory stays proportional to the live revocations however many pass through.
   let sweepAt = 1024;
   let closed = false;
+  let loadedAt = 0;
+  let notificationLagMs: number | undefined;
   let unlisten: (() => Promise<void>) | null = null;
   const listeners = new Set<() => void>();
   const changed = () => {
@@ -200,6 +206,7 @@ export function createRevocationList(
     // Adds only: a revocation never becomes valid again before it expires, so merging is always right, also with
     // notifications that arrive while this runs.
     for (const r of rows) add(r.kind, r.value, Number(r.expires_ms), Number(r.revoked_ms));
+    loadedAt = now();
     if (rows.length) changed();
     return rows.length;
   };
@@ -225,6 +232,7 @@ export function createRevocationList(
       return;
     }
     add(parsed.kind, parsed.value, parsed.expiresAt, parsed.revokedAt);
+    notificationLagMs = Math.max(0, now() - parsed.revokedAt);
     changed();
   };
 
@@ -255,6 +263,12 @@ export function createRevocationList(
     ready,
     get size() {
       return entries.size;
+    },
+    get loadedAt() {
+      return loadedAt;
+    },
+    get notificationLagMs() {
+      return notificationLagMs;
     },
     subscribe(listener) {
       listeners.add(listener);

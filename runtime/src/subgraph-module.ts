@@ -12,6 +12,7 @@ import { openDatabase } from './db/open.js';
 import type { MigrationSet } from './db/migrate.js';
 import type { Database } from './db/types.js';
 import { createLogger, type Logger } from './log.js';
+import { createMetrics, type Metrics } from './metrics/index.js';
 import type { PrincipalOperations } from './principals.js';
 import { createRevocationList, type RevocationList } from './revocation.js';
 import { stopOnSignals } from './stop-on-signals.js';
@@ -28,6 +29,8 @@ export interface SubgraphDeps {
   config: Config;
   db: Database;
   log: Logger;
+  /** The server's metrics (background work counts there too). */
+  metrics?: Metrics;
 }
 
 export interface SubgraphModule {
@@ -45,6 +48,8 @@ export interface SubgraphModule {
   streamStop?(deps: SubgraphDeps): StartedStreamStop;
   /** The root fields a device's and a sidecar's token may call here (principals.ts); every other one is refused. */
   principals: PrincipalOperations;
+  /** Registers what this subgraph reads on each scrape of /metrics (e.g. its outbox backlog). */
+  watchMetrics?(deps: SubgraphDeps & { metrics: Metrics }): void;
 }
 
 export function schemaFileOf(name: SubgraphName): string {
@@ -77,7 +82,11 @@ export async function serveSubgraph(
 ): Promise<ServedSubgraph> {
   const { config, db } = deps;
   const log = deps.log.child({ subgraph: module.name });
+  const metrics = deps.metrics ?? createMetrics({ service: module.name });
+  module.watchMetrics?.({ config, db, log, metrics });
   const revocations = deps.verifyToken ? null : createRevocationList(db, log);
+  const list = revocations ?? deps.revocations;
+  if (list) metrics.watchRevocations(list);
   try {
     await revocations?.ready;
   } catch (err) {
@@ -111,6 +120,7 @@ export async function serveSubgraph(
     revocations: revocations ?? deps.revocations,
     streamStops: streamStop ? [streamStop] : [],
     principals: module.principals,
+    metrics,
   });
   let running: RunningServer;
   try {
@@ -120,7 +130,7 @@ export async function serveSubgraph(
     await revocations?.close();
     throw err;
   }
-  const stopBackground = module.background?.({ config, db, log });
+  const stopBackground = module.background?.({ config, db, log, metrics });
   return {
     ...running,
     name: module.name,

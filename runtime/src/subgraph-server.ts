@@ -33,6 +33,7 @@ import type { Database } from './db/types.js';
 import { AppError, maskedError } from './errors.js';
 import { assertGatewayAccess, GATEWAY_SECRET_HEADER, isGatewayRequest } from './gateway-secret.js';
 import {
+  documentError,
   GRAPHQL_RESPONSE_JSON,
   isJsonContentType,
   parseJsonBody,
@@ -48,6 +49,15 @@ import { checkDocumentLimits } from './limits.js';
 import { withoutSuggestions } from './schema-details.js';
 import { correlationIdFrom, withCorrelationId, type Logger } from './log.js';
 import { Lru } from './lru.js';
+import {
+  createMetrics,
+  METRICS_PATH,
+  principalLabel,
+  RequestRecord,
+  rootFieldOf,
+  serveMetrics,
+  type Metrics,
+} from './metrics/index.js';
 import type { RevocationList } from './revocation.js';
 import {
   createStreamGuard,
@@ -82,6 +92,8 @@ export interface SubgraphContext {
   authorization?: string | undefined;
   /** Where the request came from (audit records). */
   origin: RequestOrigin;
+  /** This server's metrics (resolvers count rate-limit refusals, idempotency replays, intent transitions). */
+  metrics?: Metrics;
 }
 
 export type RouteHandler = (req: IncomingMessage, res: ServerResponse) => Promise<void> | void;
@@ -101,6 +113,8 @@ export interface SubgraphServerOptions {
   streamStops?: readonly StreamStopSource[];
   /** Root fields a device's and a sidecar's token may call (principals.ts); absent: none. */
   principals?: PrincipalOperations;
+  /** This server's metrics, served on /metrics (default: a registry of its own). */
+  metrics?: Metrics;
 }
 
 export interface RunningServer {
@@ -164,6 +178,11 @@ export function createSubgraphServer(opts: SubgraphServerOptions): {
   const shown = config.mode === 'production' ? withoutSuggestions : (message: string) => message;
   const checkPrincipal = createPrincipalCheck(schema, opts.principals);
   const streams = new Set<AbortController>();
+  const metrics = opts.metrics ?? createMetrics({ service: opts.name });
+  metrics.watchStreams(() => streams.size);
+  metrics.watchPool(db);
+  /** Each request's access line and metrics (metrics/access.ts). */
+  const records = new WeakMap<IncomingMessage, RequestRecord>();
   const guard = createStreamGuard({ revocations: opts.revocations, stops: opts.streamStops });
   let shuttingDown = false;
 
@@ -175,7 +194,9 @@ export function createSubgraphServer(opts: SubgraphServerOptions): {
       document = parse(query);
     } catch (err) {
       prepared = {
-        error: new AppError('GRAPHQL_PARSE_FAILED', `The query does not parse: ${(err as Error).message}`),
+        error: documentError(
+          new AppError('GRAPHQL_PARSE_FAILED', `The query does not parse: ${(err as Error).message}`),
+        ),
       };
       documents.set(query, prepared);
       return prepared;
@@ -183,7 +204,9 @@ export function createSubgraphServer(opts: SubgraphServerOptions): {
     const errors = validate(schema, document, rules);
     prepared = errors.length
       ? {
-          error: new AppError('GRAPHQL_VALIDATION_FAILED', errors.map((e) => shown(e.message)).join(' ')),
+          error: documentError(
+            new AppError('GRAPHQL_VALIDATION_FAILED', errors.map((e) => shown(e.message)).join(' ')),
+          ),
         }
       : { document };
     documents.set(query, prepared);
@@ -203,6 +226,8 @@ export function createSubgraphServer(opts: SubgraphServerOptions): {
     // `_service` and `_entities` (on /graphql and /graphql/stream alike), and only its x-forwarded-for is trusted.
     const fromGateway = isGatewayRequest(req.headers[GATEWAY_SECRET_HEADER], config.gatewaySecret);
     if (document) assertGatewayAccess(document, fromGateway);
+    const record = records.get(req);
+    if (record) record.principal = principalLabel(auth);
     const operation = document && getOperationAST(document, operationName);
     if (operation) {
       assertOperationScope(auth, operation.operation);
@@ -219,6 +244,7 @@ export function createSubgraphServer(opts: SubgraphServerOptions): {
       signal,
       authorization: req.headers.authorization,
       origin: originOf(req, fromGateway),
+      metrics,
     };
     return ctx;
   };
@@ -245,6 +271,11 @@ export function createSubgraphServer(opts: SubgraphServerOptions): {
     const prepared = prepare(query);
     if (prepared.error) throw prepared.error;
     const document = prepared.document!;
+    const record = records.get(req);
+    if (record) {
+      record.operation = rootFieldOf(document, operationName);
+      record.operationName = operationName ?? record.operation;
+    }
     checkDocumentLimits(document, operationName, variables ?? {}, config.limits);
     const unstorable = checkInputText(schema, document, operationName, variables);
     if (unstorable) throw unstorable;
@@ -264,14 +295,17 @@ export function createSubgraphServer(opts: SubgraphServerOptions): {
     if (!('data' in result) || result.data === undefined) {
       // Variable coercion or operation selection failed: a request error.
       const first = result.errors?.[0];
-      throw new AppError(
-        'BAD_USER_INPUT',
-        first ? shown(first.message) : 'The request could not be executed.',
+      throw documentError(
+        new AppError('BAD_USER_INPUT', first ? shown(first.message) : 'The request could not be executed.'),
       );
     }
     const out: Record<string, unknown> = { data: result.data };
-    if (result.errors?.length)
-      out['errors'] = result.errors.map((e) => formatError(e, ctx.log, correlationId));
+    if (result.errors?.length) {
+      const errors = result.errors.map((e) => formatError(e, ctx.log, correlationId));
+      out['errors'] = errors;
+      const code = errors[0]!.extensions?.['code'];
+      if (record && typeof code === 'string') record.code = code;
+    }
     const extensions = { ...result.extensions, ...ctx.responseExtensions };
     if (Object.keys(extensions).length) out['extensions'] = extensions;
     const accept = (req.headers.accept ?? '').toLowerCase();
@@ -494,11 +528,15 @@ export function createSubgraphServer(opts: SubgraphServerOptions): {
     const correlationId = correlationIdFrom(req.headers['x-correlation-id']);
     res.setHeader('x-correlation-id', correlationId);
     const path = (req.url ?? '/').split('?')[0]!;
+    const record = new RequestRecord(req.method, path, correlationId);
+    records.set(req, record);
     // Requests a graceful close waits for (streams are counted apart: `streams`, `reservations`).
-    if (path !== '/graphql/stream') {
-      requests.enter();
-      res.once('close', () => requests.leave());
-    }
+    const counted = path !== '/graphql/stream';
+    if (counted) requests.enter();
+    res.once('close', () => {
+      if (counted) requests.leave();
+      record.finish(res, log, path === '/graphql' ? metrics : undefined);
+    });
     // A SERVER span when tracing is on: it continues the caller's trace only for the gateway (its secret), else a root.
     const traced =
       path === '/graphql' || path === '/graphql/stream'
@@ -512,6 +550,7 @@ export function createSubgraphServer(opts: SubgraphServerOptions): {
     runInContext(traced, withCorrelationId, correlationId, async () => {
       try {
         if (path === '/graphql') return await handleGraphQL(req, res, correlationId);
+        if (path === METRICS_PATH) return await serveMetrics(req, res, metrics, config, correlationId);
         if (path === '/graphql/stream') {
           if (shuttingDown)
             throw new AppError('SERVICE_UNAVAILABLE', 'Shutting down; reconnect.', { retryAfterMs: 1000 });
@@ -542,6 +581,7 @@ export function createSubgraphServer(opts: SubgraphServerOptions): {
         if (route) return await route(req, res);
         sendJson(res, 404, { error: 'not_found', message: `No route ${path}` });
       } catch (err) {
+        if (err instanceof AppError) record.code = err.code;
         sendThrown(res, err, correlationId, log, path);
       }
     }).catch(() => res.destroy()); // last resort: a rejection here would be unhandled, which stops Node

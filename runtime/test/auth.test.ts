@@ -296,6 +296,8 @@ function memoryRevocations(): RevocationList & { revoke(kind: RevocationKind, va
       revoked.has(`subject:${subjectKey(a.tenantId, a.principalId)}`),
     ready: Promise.resolve(),
     size: 0,
+    loadedAt: 0,
+    notificationLagMs: undefined,
     subscribe: () => () => undefined,
     close: async () => undefined,
   };

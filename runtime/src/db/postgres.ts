@@ -268,6 +268,7 @@ export async function openPostgres(
       async ping() {
         await pool.query('select 1');
       },
+      poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
       close,
     };
     return { db, close };

@@ -42,6 +42,8 @@ export interface Database extends Queryable {
   ): Promise<() => Promise<void>>;
   /** Cheap round trip for readiness checks. */
   ping(): Promise<void>;
+  /** The connection pool's use now (PostgreSQL; PGlite has one connection and no pool). */
+  poolStats?(): { total: number; idle: number; waiting: number };
   close(): Promise<void>;
 }
 
