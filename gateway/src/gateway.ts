@@ -35,6 +35,13 @@ import {
   usesVariablePageArgs,
   correlationIdFrom,
   currentCorrelationId,
+  createMetrics,
+  METRICS_PATH,
+  operationLabel,
+  outcomeLabel,
+  principalLabel,
+  serveMetrics,
+  type Metrics,
   errorTable,
   InFlight,
   isClientCode,
@@ -42,6 +49,8 @@ import {
   forwardedForOf,
   httpStatusOf,
   isJsonContentType,
+  acceptsGraphQLResponseJson,
+  documentError,
   Lru,
   parseJsonBody,
   readBody,
@@ -109,6 +118,8 @@ export interface GatewayOptions {
   console?: ConsoleRoutes;
   /** Streams to a subgraph share one connection (default true) or get one each (see stream.ts). */
   streamMultiplex?: boolean;
+  /** The gateway's metrics, served on /metrics (default: a registry of its own, service "gateway"). */
+  metrics?: Metrics;
 }
 
 export interface Gateway {
@@ -120,6 +131,8 @@ export interface Gateway {
   readonly openStreams: number;
   /** Counters: subgraph fetches that joined an identical one in flight. */
   readonly stats: { sharedFetches: number };
+  /** Its Prometheus metrics (served on /metrics). */
+  readonly metrics: Metrics;
   /** Graceful shutdown: stop accepting, /readyz 503, complete streams, drain requests (up to shutdownGraceMs). */
   close(): Promise<void>;
 }
@@ -175,10 +188,24 @@ export function formatGatewayError(
  * first error, as a request error: a forged cursor on a root connection is 400, a reused idempotency key 422, a key
  * still in flight 409 (the SDKs classify retries by status, docs/architecture.md#error-codes). Partial data stays 200.
  */
+const DOCUMENT_ERROR_CODES = new Set(['GRAPHQL_PARSE_FAILED', 'GRAPHQL_VALIDATION_FAILED', 'BAD_USER_INPUT']);
 const responseListener: GraphQLRequestListener<GatewayContext> = {
-  async willSendResponse({ contextValue, response }) {
+  async willSendResponse({ contextValue, request, response }) {
     if (response.body.kind !== 'single') return;
     const result = response.body.singleResult;
+    // A document that does not validate or variables that do not coerce (Apollo answers 400, no data entry): 200
+    // for a client that accepts only application/json, as GraphQL over HTTP asks (runtime's documentError).
+    if (
+      response.http.status === 400 &&
+      result.data === undefined &&
+      !acceptsGraphQLResponseJson(request.http?.headers.get('accept')) &&
+      result.errors?.every((e) => DOCUMENT_ERROR_CODES.has(e.extensions?.['code'] as string))
+    ) {
+      response.http.status = 200;
+    }
+    const firstCode = result.errors?.[0]?.extensions?.['code'];
+    const outcome = (contextValue as OutcomeHolder)[OUTCOME];
+    if (outcome && typeof firstCode === 'string') outcome.code = firstCode;
     if (contextValue.idempotentReplay) result.extensions = { ...result.extensions, idempotentReplay: true };
     const errors = result.errors;
     if (result.data !== null || !errors?.length || (response.http.status ?? 200) !== 200) return;
@@ -190,6 +217,12 @@ const responseListener: GraphQLRequestListener<GatewayContext> = {
       response.http.headers.set('retry-after', String(Math.ceil(retryAfterMs / 1000)));
   },
 };
+/**
+ * Where the first error code of a request's answer goes, for its metrics: Apollo Server hands plugins a shallow copy
+ * of the context, so the context carries the request's record (RequestEnd) under a symbol.
+ */
+const OUTCOME = Symbol('agentgraph.outcome');
+type OutcomeHolder = { [OUTCOME]?: { code?: string } };
 const responsePlugin: ApolloServerPlugin<GatewayContext> = {
   async requestDidStart() {
     return responseListener;
@@ -219,6 +252,10 @@ interface PreparedQuery {
 
 interface RequestInfo {
   operationName?: string;
+  /** PERSON, DEVICE, SIDECAR or ANONYMOUS (the access line). */
+  principal?: string;
+  /** The error code the request ended with (metrics). */
+  code?: string;
 }
 
 export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
@@ -298,6 +335,9 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
     multiplex: opts.streamMultiplex,
   });
 
+  const metrics = opts.metrics ?? createMetrics({ service: 'gateway' });
+  metrics.watchStreams(() => streams.openStreams);
+
   const documents = new Lru<string, PreparedQuery>(2000);
   const prepare = (query: string): PreparedQuery => {
     let p = documents.get(query);
@@ -313,9 +353,8 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
       };
     } catch (err) {
       p = {
-        parseError: new AppError(
-          'GRAPHQL_PARSE_FAILED',
-          `The query does not parse: ${(err as Error).message}`,
+        parseError: documentError(
+          new AppError('GRAPHQL_PARSE_FAILED', `The query does not parse: ${(err as Error).message}`),
         ),
         checked: new Map(),
         dynamic: false,
@@ -361,6 +400,8 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
    */
   class RequestEnd implements RequestInfo, StreamEndListener {
     operationName?: string;
+    principal?: string;
+    code?: string;
     private readonly started = performance.now();
     constructor(
       private readonly req: IncomingMessage,
@@ -378,14 +419,21 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
     }
 
     settle(): void {
+      const ms = performance.now() - this.started;
+      const status = this.res.statusCode;
+      if (this.path === '/graphql') {
+        const operation = operationLabel(this.operationName, persisted.operationNames);
+        metrics.observeRequest(operation, outcomeLabel(this.code, status), ms / 1000);
+      }
       const fields = {
         method: this.req.method,
         path: this.path,
-        operationName: this.operationName,
-        status: this.res.statusCode,
-        latencyMs: Math.round((performance.now() - this.started) * 100) / 100,
+        operationName: this.operationName?.slice(0, 100),
+        status,
+        latencyMs: Math.round(ms * 100) / 100,
+        principal: this.principal ?? 'ANONYMOUS',
       };
-      if (this.path === '/readyz') log.debug('request', fields);
+      if (this.path === '/readyz' || this.path === METRICS_PATH) log.debug('request', fields);
       else log.info('request', fields);
       if (this.span) endRequestSpan(this.span, this.res.statusCode);
       inflight.leave();
@@ -502,7 +550,7 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
     }
     checkLimits(query, operationName, variables, info);
     const authorization = req.headers.authorization;
-    await verifyToken(authorization); // 401 on a bad token before any subgraph is asked
+    info.principal = principalLabel(await verifyToken(authorization)); // 401 on a bad token before any subgraph is asked
 
     const headers = new HeaderMap();
     for (const [k, v] of Object.entries(req.headers)) {
@@ -516,6 +564,7 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
       userAgent: req.headers['user-agent'],
     };
     if (resolved.register) persisted.rememberAfterValidation(context, resolved.register, query);
+    (context as OutcomeHolder)[OUTCOME] = info;
     rememberRequestSpan(context);
     const result = await apollo.executeHTTPGraphQLRequest({
       httpGraphQLRequest: { method: req.method, headers, search, body },
@@ -537,12 +586,13 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
     req: IncomingMessage,
     res: ServerResponse,
     correlationId: string,
-    onEnd: StreamEndListener,
+    onEnd: RequestEnd,
   ): Promise<boolean> => {
     if (shuttingDown)
       throw new AppError('SERVICE_UNAVAILABLE', 'Shutting down; reconnect.', { retryAfterMs: 1000 });
     const authorization = req.headers.authorization;
     const auth = await verifyToken(authorization);
+    onEnd.principal = principalLabel(auth);
     if (!auth || !authorization) {
       throw new AppError(
         'UNAUTHENTICATED',
@@ -575,9 +625,11 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
       if (path === '/graphql') await graphql(req, res, correlationId, info, search);
       else if (path === '/graphql/stream') streaming = await stream(req, res, correlationId, info);
       else if (path === '/readyz') await readyz(res);
+      else if (path === METRICS_PATH) await serveMetrics(req, res, metrics, config, correlationId);
       else if (!(opts.console && (await opts.console(req, res, path, search))))
         sendJson(res, 404, { error: 'not_found', message: `No route ${path}` });
     } catch (err) {
+      if (err instanceof AppError) info.code = err.code;
       // A stream request sets no header before its answer (stream.ts): a refusal thrown here gets the id now.
       if (!res.headersSent && !res.hasHeader('x-correlation-id'))
         res.setHeader('x-correlation-id', correlationId);
@@ -631,6 +683,7 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
     get stats() {
       return { sharedFetches: dedupe.shared };
     },
+    metrics,
     listen(port, host) {
       return new Promise((resolve, reject) => {
         server.once('error', reject);

@@ -204,9 +204,12 @@ export class PersistedDocuments {
   readonly cache: DocumentCache;
   private readonly byHash = new Map<string, ManifestOperation>();
   private readonly byText = new Map<string, ManifestOperation>();
+  /** The manifest's operation names: the only names the metrics label requests with (any mode). */
+  readonly operationNames: ReadonlySet<string>;
 
   constructor(opts: PersistedOptions) {
     this.mode = opts.mode;
+    this.operationNames = new Set((opts.manifest?.operations ?? []).map((op) => op.name));
     this.cache = new DocumentCache(opts.cacheBytes ?? 16 * 1024 * 1024);
     if (opts.mode === 'trusted' && !opts.manifest)
       throw new ManifestError('PERSISTED_QUERIES=trusted needs the operations manifest; none was loaded.');
