@@ -6,7 +6,8 @@
  *   npx tsx bench/src/memory-bench.ts                         # PGlite in memory
  *   bash scripts/pg-cluster.sh run -- npx tsx bench/src/memory-bench.ts   # PostgreSQL 15 (DATABASE_URL)
  *
- * Options: --records 100000 --puts 2000 --concurrency 8 --queries 50 --dim 64
+ * Options: --records 100000 --puts 2000 --bulk 10000 --concurrency 8 --queries 50 --dim 64
+ * (--bulk: records loaded with putMemories, 100 per call, `--concurrency` calls at a time; they count in --records).
  * Writes bench/results/<time>-memory-<driver>.json and prints a table. Search is an exact scan (no pgvector here).
  */
 import { randomUUID } from 'node:crypto';
@@ -22,6 +23,7 @@ const { values: args } = parseArgs({
   options: {
     records: { type: 'string', default: '100000' },
     puts: { type: 'string', default: '2000' },
+    bulk: { type: 'string', default: '10000' },
     concurrency: { type: 'string', default: '8' },
     queries: { type: 'string', default: '50' },
     dim: { type: 'string', default: '64' },
@@ -29,6 +31,7 @@ const { values: args } = parseArgs({
 });
 const RECORDS = Number(args.records);
 const PUTS = Number(args.puts);
+const BULK = Number(args.bulk);
 const CONCURRENCY = Number(args.concurrency);
 const QUERIES = Number(args.queries);
 const DIM = Number(args.dim);
@@ -88,10 +91,44 @@ async function main(): Promise<void> {
   }
   const indexSeconds = (performance.now() - indexStart) / 1000;
 
+  // 1b. Bulk load over HTTP with putMemories (100 records per call): records/s, and this process's CPU per record
+  // (client and server; on PGlite the database too, on PostgreSQL not the server's backends).
+  const putMany = `mutation ($input: PutMemoriesInput!, $key: ID!) {
+    putMemories(input: $input, idempotencyKey: $key) { written failed } }`;
+  let loaded = 0;
+  const bulkCpu = process.cpuUsage();
+  const bulkStart = performance.now();
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      while (loaded < BULK) {
+        const n = Math.min(100, BULK - loaded);
+        loaded += n;
+        const records = Array.from({ length: n }, () => ({
+          id: randomUUID(),
+          workspaceId,
+          kind: 'note',
+          content: sentence(40),
+          tags: ['bench'],
+          embedding: vector(),
+        }));
+        const r = await h.gql(p, putMany, { input: { records }, key: randomUUID() });
+        const out = r.body.data?.['putMemories'] as { written: number } | undefined;
+        if (r.body.errors || out?.written !== n) throw new Error(JSON.stringify(r.body));
+      }
+    }),
+  );
+  const bulkSeconds = (performance.now() - bulkStart) / 1000;
+  const bulkCpuUs = process.cpuUsage(bulkCpu);
+  // Their chunks, so search sees them like the others (not timed).
+  for (;;) {
+    const pass = await runIndexingJobs(h.db, { now: () => new Date(), batch: 500 });
+    if (pass.succeeded + pass.failed + pass.dead + pass.skipped === 0) break;
+  }
+
   // 2. Seed the rest with SQL, in the tenant's transaction (RLS applies), chunks included.
   const seedStart = performance.now();
   const batch = 2000;
-  for (let done = PUTS; done < RECORDS; done += batch) {
+  for (let done = PUTS + BULK; done < RECORDS; done += batch) {
     const n = Math.min(batch, RECORDS - done);
     const contents = Array.from({ length: n }, () => sentence(40));
     const embeddings = Array.from({ length: n }, () => `{${vector().join(',')}}`);
@@ -157,6 +194,14 @@ async function main(): Promise<void> {
     dim: DIM,
     put: { count: PUTS, concurrency: CONCURRENCY, seconds: putSeconds, perSecond: PUTS / putSeconds },
     indexing: { jobs: PUTS, seconds: indexSeconds, perSecond: PUTS / indexSeconds },
+    putMemories: {
+      count: BULK,
+      perCall: 100,
+      concurrency: CONCURRENCY,
+      seconds: bulkSeconds,
+      perSecond: BULK / bulkSeconds,
+      processCpuMsPerRecord: (bulkCpuUs.user + bulkCpuUs.system) / 1000 / BULK,
+    },
     seedSeconds,
     searchMs: searchResults,
   };
@@ -164,6 +209,9 @@ async function main(): Promise<void> {
   console.error(`memory bench on ${result.driver}, ${RECORDS} records (dim ${DIM}) in one tenant`);
   console.error(
     `putMemory over HTTP: ${result.put.perSecond.toFixed(0)}/s (${PUTS} puts, ${CONCURRENCY} concurrent)`,
+  );
+  console.error(
+    `putMemories over HTTP: ${result.putMemories.perSecond.toFixed(0)} records/s (${BULK} records, 100 per call, ${CONCURRENCY} concurrent; ${result.putMemories.processCpuMsPerRecord.toFixed(2)} ms CPU per record in this process)`,
   );
   console.error(`indexing jobs: ${result.indexing.perSecond.toFixed(0)}/s`);
   for (const [k, v] of Object.entries(searchResults)) {
