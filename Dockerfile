@@ -47,5 +47,5 @@ COPY --from=build /app /app
 USER node
 EXPOSE 4000 4101 4102 4103 4104
 # Liveness (/healthz, no I/O) of the gateway's port; compose.yaml gives each service its own port.
-HEALTHCHECK --interval=10s --timeout=5s --start-period=30s --retries=3 CMD ["node", "scripts/healthcheck.mjs"]
+HEALTHCHECK --interval=10s --timeout=10s --start-period=60s --retries=3 CMD ["node", "scripts/healthcheck.mjs"]
 CMD ["node", "--import", "tsx", "gateway/src/standalone.ts"]

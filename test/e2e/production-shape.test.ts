@@ -30,6 +30,11 @@ import { freePort } from '../src/ports.js';
 import { subscribe, type Subscription } from '../src/sse.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+/**
+ * Where the processes run: this checkout, or PRODUCTION_SHAPE_APP_DIR, the image's /app unpacked (`docker export`,
+ * or the Dockerfile's COPY steps replayed), to check that the image holds every file the services read.
+ */
+const APP = process.env['PRODUCTION_SHAPE_APP_DIR'] ?? ROOT;
 const read = (path: string) => readFileSync(join(ROOT, path), 'utf8');
 const onPostgres = Boolean(process.env['DATABASE_URL']);
 
@@ -259,7 +264,7 @@ describe.runIf(onPostgres)('the production shape, run as processes', () => {
     const [node, ...rest] = [...scriptOf(service), ...args];
     expect(node).toBe('node');
     const child = spawn(process.execPath, rest, {
-      cwd: ROOT,
+      cwd: APP,
       env: envFor(name, service),
       stdio: [stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
     });
@@ -273,15 +278,19 @@ describe.runIf(onPostgres)('the production shape, run as processes', () => {
     return proc;
   }
 
-  /** Waits for a service's /readyz to answer 200; fails at once if the process ends first. */
+  /**
+   * Waits for a service's /readyz to answer 200; fails at once if the process ends first. The bound only keeps a
+   * broken start from hanging the run: seven processes loading TypeScript through tsx on two busy cores take minutes.
+   */
   async function ready(p: Proc): Promise<void> {
     let exited = false;
     void p.exited.then(() => (exited = true));
-    for (let i = 0; ; i++) {
+    const deadline = Date.now() + 240_000;
+    for (;;) {
       if (exited) throw new Error(`${p.name} exited before it was ready:\n${p.output.join('')}`);
       const res = await fetch(url(p.name, '/readyz')).catch(() => null);
       if (res?.status === 200) return;
-      if (i > 900) throw new Error(`${p.name} not ready after 90 s:\n${p.output.join('')}`);
+      if (Date.now() > deadline) throw new Error(`${p.name} not ready after 240 s:\n${p.output.join('')}`);
       await new Promise((r) => setTimeout(r, 100));
     }
   }
@@ -312,20 +321,20 @@ describe.runIf(onPostgres)('the production shape, run as processes', () => {
     expect(migrate.output.join('')).toContain('"msg":"migrations applied"');
 
     const started = running.map(([name]) => start(name));
-    await Promise.all(started.map(ready));
-
+    // The operator bootstraps the first tenant while the services start (it needs only the migrated database).
     const bootstrap = start(
       'admin',
       ['bootstrap', '--tenant', 'Acme', '--email', 'ops@acme.example', '--name', 'Ops', '--password-stdin'],
       'a long enough production password\n',
     );
+    await Promise.all(started.map(ready));
     expect(await bootstrap.exited, bootstrap.output.join('')).toBe(0);
     const line = bootstrap.output
       .join('')
       .split('\n')
       .find((l) => l.startsWith('{"tenantId"'));
     owner = JSON.parse(line!) as typeof owner;
-  }, 180_000);
+  }, 400_000);
 
   afterAll(async () => {
     for (const p of procs)
@@ -339,7 +348,7 @@ describe.runIf(onPostgres)('the production shape, run as processes', () => {
       const [, script, port] = s.healthcheck!.test.slice(1);
       // The container port, as compose.yaml names it, is this service's loopback port here.
       expect(Number(port), name).toBe(PORT_OF[scriptOf(s)[3]!]![1]);
-      const check = spawn(process.execPath, [script!, String(ports.get(name))], { cwd: ROOT });
+      const check = spawn(process.execPath, [script!, String(ports.get(name))], { cwd: APP });
       const stderr: Buffer[] = [];
       check.stderr.on('data', (d: Buffer) => stderr.push(d));
       return new Promise<[string, number | null, string]>((resolve) =>
@@ -348,7 +357,7 @@ describe.runIf(onPostgres)('the production shape, run as processes', () => {
     });
     // Nothing listening: the check fails.
     const idle = spawnSync(process.execPath, ['scripts/healthcheck.mjs', String(await freePort())], {
-      cwd: ROOT,
+      cwd: APP,
     });
     expect(idle.status).toBe(1);
     for (const [name, code, stderr] of await Promise.all(checks)) expect(code, `${name}: ${stderr}`).toBe(0);

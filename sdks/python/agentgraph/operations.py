@@ -6,7 +6,7 @@ from .runtime.client import OperationSpec
 from .runtime.privacy import PrivacyRule
 
 #: The schema version (capabilities.schemaVersion) these operations were generated from.
-SCHEMA_VERSION = "3f95523b0ea3"
+SCHEMA_VERSION = "105433ba767b"
 
 # From schemas/operations/coordination.graphql.
 AcknowledgeAgentMessage = OperationSpec(
@@ -698,7 +698,7 @@ WorkspaceRecords = OperationSpec(
 # Default operation for Query.workspaces (no curated operation selects it).
 Workspaces = OperationSpec(
     "Workspaces",
-    "query Workspaces($first: Int, $after: String) { workspaces(first: $first, after: $after) { edges { cursor node { id name createdBy { id email displayName createdAt } createdAt secretPolicy embeddingDimensions } } pageInfo { hasNextPage endCursor } } }",
+    "query Workspaces($first: Int, $after: String) { workspaces(first: $first, after: $after) { edges { cursor node { id name createdBy { id email displayName createdAt } createdAt secretPolicy embeddingDimensions searchCapabilities { vectorSearch vectorExact fullText } } } pageInfo { hasNextPage endCursor } } }",
     "query",
     False,
     {},

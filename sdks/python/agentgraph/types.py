@@ -77,6 +77,11 @@ class IntentState(str, Enum):
     OUTCOME_UNKNOWN = "OUTCOME_UNKNOWN"
 
 
+class MemoryFullTextSearchPath(str, Enum):
+    """How Query.searchMemory finds full-text candidates."""
+    INDEXED = "INDEXED"
+
+
 class MemoryJobState(str, Enum):
     """The MemoryJobState enum."""
     QUEUED = "QUEUED"
@@ -84,6 +89,12 @@ class MemoryJobState(str, Enum):
     SUCCEEDED = "SUCCEEDED"
     FAILED = "FAILED"
     DEAD = "DEAD"
+
+
+class MemoryVectorSearchPath(str, Enum):
+    """How Query.searchMemory ranks by embedding in a workspace."""
+    HNSW_INDEX = "HNSW_INDEX"
+    EXACT_SCAN = "EXACT_SCAN"
 
 
 class ReleaseState(str, Enum):
@@ -2736,7 +2747,16 @@ class WorkspacesDataWorkspacesEdgesNode:
     createdBy: "WorkspacesDataWorkspacesEdgesNodeCreatedBy"
     createdAt: DateTime
     secretPolicy: "SecretPolicy"
+    searchCapabilities: "WorkspacesDataWorkspacesEdgesNodeSearchCapabilities"
     embeddingDimensions: Optional[int] = field(default=None)
+
+
+@dataclass
+class WorkspacesDataWorkspacesEdgesNodeSearchCapabilities:
+    """A MemorySearchCapabilities as WorkspacesDataWorkspacesEdgesNodeSearchCapabilities selects it."""
+    vectorSearch: "MemoryVectorSearchPath"
+    vectorExact: bool
+    fullText: "MemoryFullTextSearchPath"
 
 
 @dataclass

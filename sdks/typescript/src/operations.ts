@@ -2,7 +2,7 @@
 import type { OperationSpec, SubscriptionSpec } from './runtime/index.js';
 
 /** The schema version (capabilities.schemaVersion) these operations were generated from. */
-export const SCHEMA_VERSION = '3f95523b0ea3';
+export const SCHEMA_VERSION = '105433ba767b';
 
 /**
  * Every query and mutation, by name, as AgentGraphClient.execute takes them (and sendWithClient, for
@@ -950,7 +950,7 @@ export const operations = {
     kind: 'query',
     idempotent: false,
     document:
-      'query Workspaces($first: Int, $after: String) { workspaces(first: $first, after: $after) { edges { cursor node { id name createdBy { id email displayName createdAt } createdAt secretPolicy embeddingDimensions } } pageInfo { hasNextPage endCursor } } }',
+      'query Workspaces($first: Int, $after: String) { workspaces(first: $first, after: $after) { edges { cursor node { id name createdBy { id email displayName createdAt } createdAt secretPolicy embeddingDimensions searchCapabilities { vectorSearch vectorExact fullText } } } pageInfo { hasNextPage endCursor } } }',
     privacy: {},
   },
 } as const satisfies Readonly<Record<string, OperationSpec>>;

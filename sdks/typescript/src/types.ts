@@ -76,9 +76,19 @@ export const IntentStateValues = [
   'OUTCOME_UNKNOWN',
 ] as const;
 
+/** How Query.searchMemory finds full-text candidates. */
+export type MemoryFullTextSearchPath = 'INDEXED';
+
+export const MemoryFullTextSearchPathValues = ['INDEXED'] as const;
+
 export type MemoryJobState = 'QUEUED' | 'RUNNING' | 'SUCCEEDED' | 'FAILED' | 'DEAD';
 
 export const MemoryJobStateValues = ['QUEUED', 'RUNNING', 'SUCCEEDED', 'FAILED', 'DEAD'] as const;
+
+/** How Query.searchMemory ranks by embedding in a workspace. */
+export type MemoryVectorSearchPath = 'HNSW_INDEX' | 'EXACT_SCAN';
+
+export const MemoryVectorSearchPathValues = ['HNSW_INDEX', 'EXACT_SCAN'] as const;
 
 export type ReleaseState =
   'AWAITING_UPLOAD' | 'QUARANTINED' | 'ANALYSIS_FAILED' | 'IN_REVIEW' | 'APPROVED' | 'REJECTED' | 'REVOKED';
@@ -2357,12 +2367,13 @@ export type SearchMemoryVariables = {
 export type SearchMemoryData = {
   /**
    * Search one workspace: full-text (PostgreSQL tsvector, english) over the records' indexed chunks,
-   * and/or cosine similarity to a client-supplied embedding (exact scan). Give text, embedding or both.
-   * Scores are in [0, 1]: text only: textScore = ts_rank_cd(chunk, query, 32) of the record's best chunk
-   * (rank / (rank + 1)); embedding only: vectorScore = (1 + cosine) / 2; both: score = textWeight *
-   * textScore + (1 - textWeight) * vectorScore, over records that match the text. Highest score first,
-   * ties by id. Expired records never appear. Full-text sees a record once its indexing job has run
-   * (normally within a second of the write).
+   * and/or cosine similarity to a client-supplied embedding (an HNSW index or an exact scan:
+   * Workspace.searchCapabilities says which). Give text, embedding or both. Scores are in [0, 1]: text
+   * only: textScore = ts_rank_cd(chunk, query, 32) of the record's best chunk (rank / (rank + 1));
+   * embedding only: vectorScore = (1 + cosine) / 2; both: score = textWeight * textScore + (1 -
+   * textWeight) * vectorScore, over records that match the text. Highest score first, ties by id.
+   * Expired records never appear. Full-text sees a record once its indexing job has run (normally within
+   * a second of the write).
    */
   searchMemory: {
     edges: Array<{
@@ -2741,6 +2752,24 @@ export type WorkspacesData = {
          * embedding.
          */
         embeddingDimensions: number | null;
+        /** Which search paths Query.searchMemory takes in this workspace on this server. */
+        searchCapabilities: {
+          /**
+           * How records are ranked by embedding: HNSW_INDEX (pgvector, approximate) or EXACT_SCAN (every record
+           * compared).
+           */
+          vectorSearch: MemoryVectorSearchPath;
+          /**
+           * True when vector results are exact (EXACT_SCAN); false when an approximate index may miss a near
+           * neighbour.
+           */
+          vectorExact: boolean;
+          /**
+           * How full-text candidates are found: INDEXED (the chunks' inverted index, within the caller's
+           * tenant).
+           */
+          fullText: MemoryFullTextSearchPath;
+        };
       };
     }>;
     pageInfo: {

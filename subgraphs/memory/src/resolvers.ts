@@ -34,7 +34,7 @@ import {
   type RecordFilter,
 } from './input.js';
 import type { MemoryRecordModel, WorkspaceModel } from './models.js';
-import { scoreKey, searchRecords } from './search.js';
+import { hnswDimensions, scoreKey, searchCapabilities, searchRecords } from './search.js';
 import * as store from './store.js';
 import { checkWorkspaceLimits, DEFAULT_WORKSPACE_LIMITS, type WorkspaceLimits } from './workspace-limits.js';
 
@@ -228,6 +228,17 @@ export function createResolvers(opts: ResolverOptions): Resolvers {
     Workspace: {
       __resolveReference: (ref, ctx) => workspaceById(ctx, ref.id),
       createdBy: (w) => user(w.createdById),
+      // One catalog query per request for every workspace listed (batched by dimension).
+      searchCapabilities: async (w, _args, ctx) => {
+        requireReader(ctx.auth);
+        const dims = w.embeddingDimensions;
+        const hnsw =
+          dims != null &&
+          (await loaderFor(ctx, 'memory.hnswDimensions', (keys: readonly number[]) =>
+            tenantRead(ctx, (tx) => hnswDimensions(tx, keys)),
+          ).load(dims)) === true;
+        return searchCapabilities(hnsw);
+      },
       records: (w, args, ctx) => {
         const auth = requireReader(ctx.auth);
         const { filter } = parseArgs(RecordsArgs, { filter: args.filter });

@@ -1,15 +1,24 @@
 /**
  * Query.searchMemory's SQL: full-text rank over the records' chunks and cosine similarity over their embeddings,
- * one exact scan of the workspace's (filtered, unexpired) records, keyset-paged on (score DESC, id ASC).
+ * keyset-paged on (score DESC, id ASC).
  *
  * Formula (also in the schema): textScore = max over the record's chunks of ts_rank_cd(tsv, q, 32), which is
  * rank / (rank + 1) in [0, 1); vectorScore = (1 + cosine(record, query)) / 2 in [0, 1]; score = textScore,
  * vectorScore, or textWeight * textScore + (1 - textWeight) * vectorScore when both are asked for. With text,
  * only records whose chunks match it are candidates; with an embedding alone, every record that has one.
- * Everything is float8 arithmetic in SQL, so the same data gives the same scores and the same order every time.
  *
- * pgvector: not used. This machine has no `vector` extension for either driver, so similarity is the exact scan
- * below on `real[]`; `hasPgvector` is the seam where an index-backed path would plug in (see README).
+ * Paths (migration 005; `searchCapabilities` tells which one a workspace gets, Workspace.searchCapabilities in the
+ * API):
+ * - Full-text always goes through `memory.text_matches`, a definer function that applies the tenant (from the
+ *   transaction's own setting) and the workspace itself, so `@@` can use the GIN index `chunks_tsv` even though RLS
+ *   is forced (under RLS the non-leakproof `@@` runs after the tenant filter: a scan of every tenant row).
+ * - Vector, `HNSW_INDEX`: where pgvector exists (always on PGlite) and the workspace's dimension has its partial
+ *   HNSW index (`records_hnsw_<dim>`, ≤ 2000 dims): `ORDER BY embedding_v::vector(N) <=> query`, approximate
+ *   (hnsw.ef_search, iterative scan in strict order so filters never starve a page); vectorScore = 1 - distance/2
+ *   computed by pgvector in 32-bit floats.
+ * - Vector, `EXACT_SCAN`: elsewhere (PostgreSQL without pgvector, e.g. Debian's 15): the float8 dot product of
+ *   every record of the workspace with the query; exact, and linear in the workspace's records.
+ * Hybrid scores only the text matches, with the path's vector score.
  */
 import type { KeysetAfter, Keyed, Queryable } from '@agentgraph/runtime';
 import { toRecord, type RecordRow, type SearchHit, type WorkspaceModel } from './models.js';
@@ -22,9 +31,51 @@ export interface SearchParams {
   filter: RecordFilterValues;
 }
 
+/** How similarity to an embedding is computed in a workspace (the API's MemoryVectorSearchPath). */
+export type VectorSearchPath = 'HNSW_INDEX' | 'EXACT_SCAN';
+
+export interface SearchCapabilities {
+  vectorSearch: VectorSearchPath;
+  /** Whether vector results are exact (EXACT_SCAN) rather than from an approximate index. */
+  vectorExact: boolean;
+  /** Full-text candidates come from the chunks' GIN index (memory.text_matches). */
+  fullText: 'INDEXED';
+}
+
+export interface SearchOptions {
+  /** Force a vector path (tests compare both on the same data); default: the workspace's best. */
+  vectorPath?: VectorSearchPath;
+  /** hnsw.ef_search for this search (1–1000); default max(100, 4 × limit). */
+  efSearch?: number;
+}
+
 /** Score values in cursors: the float8 as JavaScript prints it (round-trips exactly through PostgreSQL). */
 export const scoreKey = (value: string): boolean =>
   value.length <= 32 && value.trim() !== '' && Number.isFinite(Number(value));
+
+/** Which of these dimensions have their HNSW index (created by migration 005's trigger where pgvector exists). */
+export async function hnswDimensions(tx: Queryable, dims: readonly number[]): Promise<Map<number, boolean>> {
+  const r = await tx.query<{ d: number; ok: boolean }>(
+    `SELECT d, to_regclass('memory.records_hnsw_' || d) IS NOT NULL AS ok FROM unnest($1::int[]) AS d`,
+    [dims],
+  );
+  return new Map(r.rows.map((row) => [Number(row.d), row.ok === true]));
+}
+
+/** Which search paths serve a workspace whose dimension has (or lacks) its HNSW index. */
+export function searchCapabilities(hnsw: boolean): SearchCapabilities {
+  return { vectorSearch: hnsw ? 'HNSW_INDEX' : 'EXACT_SCAN', vectorExact: !hnsw, fullText: 'INDEXED' };
+}
+
+/** The query's Euclidean norm over its 32-bit values, as SQL computed it over `real[]` (same order, float8). */
+function norm32(v: number[]): number {
+  let sum = 0;
+  for (const x of v) {
+    const f = Math.fround(x);
+    sum += f * f;
+  }
+  return Math.sqrt(sum);
+}
 
 export async function searchRecords(
   tx: Queryable,
@@ -33,54 +84,76 @@ export async function searchRecords(
   limit: number,
   after: KeysetAfter | null,
   now: Date,
+  options: SearchOptions = {},
 ): Promise<Keyed<SearchHit>[]> {
+  const dims = q.embedding?.length ?? 0;
+  let path: VectorSearchPath = 'EXACT_SCAN';
+  if (q.embedding !== null) {
+    path = options.vectorPath ?? ((await hnswDimensions(tx, [dims])).get(dims) ? 'HNSW_INDEX' : 'EXACT_SCAN');
+  }
+  const hnsw = path === 'HNSW_INDEX';
+  if (hnsw) {
+    const ef = options.efSearch ?? Math.min(1000, Math.max(100, 4 * limit));
+    // Transaction-local (the search runs in its own read transaction).
+    await tx.query(
+      `SELECT set_config('hnsw.ef_search', $1, true), set_config('hnsw.iterative_scan', 'strict_order', true)`,
+      [String(ef)],
+    );
+  }
+
   const params: unknown[] = [workspace.id, now.toISOString(), limit];
   const p = (value: unknown) => {
     params.push(value);
     return `$${params.length}`;
   };
   const text = q.text !== null ? `websearch_to_tsquery('english'::regconfig, ${p(q.text)})` : null;
-  const qvec = q.embedding !== null ? `${p(q.embedding)}::real[]` : null;
-  const textScore = text
-    ? `(SELECT max(ts_rank_cd(c.tsv, ${text}, 32))::float8 FROM memory.chunks c
-         WHERE c.tenant_id = r.tenant_id AND c.record_id = r.id AND c.tsv @@ ${text})`
-    : 'NULL::float8';
-  const vectorScore = qvec
-    ? `(1 + (SELECT sum(a::float8 * b::float8) FROM unnest(r.embedding, ${qvec}) AS t(a, b))
-            / (r.embedding_norm * (SELECT sqrt(sum(x::float8 * x::float8)) FROM unnest(${qvec}) x))) / 2`
-    : 'NULL::float8';
-  const weight = text && qvec ? p(q.textWeight) : null;
+  let vectorScore = 'NULL::float8';
+  let distance: string | null = null;
+  if (q.embedding !== null) {
+    if (hnsw) {
+      // dims is the validated length of the query (1–4096), so it is safe to inline as the type modifier.
+      const qv = `${p(`[${q.embedding.join(',')}]`)}::vector(${dims})`;
+      // The index's expression, for ORDER BY; the score guards the cast (a row of another dimension, which only
+      // another workspace can hold, must never reach it whatever order the planner checks the conditions in).
+      distance = `(r.embedding_v::vector(${dims}) <=> ${qv})`;
+      vectorScore = `(1 - (CASE WHEN cardinality(r.embedding) = ${dims} THEN r.embedding_v END::vector(${dims}) <=> ${qv}) / 2)`;
+    } else {
+      const qvec = `${p(q.embedding)}::real[]`;
+      vectorScore = `((1 + (SELECT sum(a::float8 * b::float8) FROM unnest(r.embedding, ${qvec}) AS t(a, b))
+            / (r.embedding_norm * ${p(norm32(q.embedding))}::float8)) / 2)`;
+    }
+  }
+  const weight = text && q.embedding ? p(q.textWeight) : null;
+  const textScore = text ? 'm.text_score' : 'NULL::float8';
   const score =
-    text && qvec
-      ? `(${weight}::float8 * s.text_score + (1 - ${weight}::float8) * s.vector_score)`
+    text && q.embedding
+      ? `(${weight}::float8 * ${textScore} + (1 - ${weight}::float8) * ${vectorScore})`
       : text
-        ? 's.text_score'
-        : 's.vector_score';
-  const candidates = [
-    text
-      ? `EXISTS (SELECT 1 FROM memory.chunks c WHERE c.tenant_id = r.tenant_id AND c.record_id = r.id AND c.tsv @@ ${text})`
-      : null,
-    qvec ? 'r.embedding IS NOT NULL' : null,
-  ]
-    .filter(Boolean)
-    .map((c) => ` AND ${c}`)
-    .join('');
+        ? textScore
+        : vectorScore;
+  const from = text
+    ? `memory.text_matches($1::uuid, ${text}) m JOIN memory.records r ON r.id = m.record_id`
+    : 'memory.records r';
+  const candidates = q.embedding
+    ? hnsw
+      ? ` AND cardinality(r.embedding) = ${dims}`
+      : ' AND r.embedding IS NOT NULL'
+    : '';
   const f = filterSql(q.filter, params.length + 1);
   params.push(...f.params);
   const position = after
-    ? `WHERE (x.score < ${p(after.value)}::float8 OR (x.score = $${params.length}::float8 AND x.id > ${p(after.id)}::uuid))`
+    ? ` AND (${score} < ${p(after.value)}::float8 OR (${score} = $${params.length}::float8 AND r.id > ${p(after.id)}::uuid))`
     : '';
-  const sql = `
-    WITH s AS (
-      SELECT ${RECORD}, ${textScore} AS text_score, ${vectorScore} AS vector_score
-        FROM memory.records r
-       WHERE r.workspace_id = $1 AND ${notExpired('$2')}${candidates}${f.sql}
-    ), x AS (
-      SELECT s.*, ${score} AS score FROM s
-    )
-    SELECT x.* FROM x ${position}
-     ORDER BY x.score DESC, x.id ASC
-     LIMIT $3`;
+  const where = `r.workspace_id = $1 AND ${notExpired('$2')}${candidates}${f.sql}${position}`;
+  const select = `${RECORD}, ${textScore} AS text_score, ${vectorScore} AS vector_score, ${score} AS score`;
+  // The HNSW path lets the index order the candidates (nearest first, LIMIT), then sorts that page by the keyset
+  // order; every other path sorts its candidates (text matches, or the workspace's records) by score.
+  const sql =
+    hnsw && !text
+      ? `SELECT x.* FROM (
+           SELECT ${select} FROM ${from} WHERE ${where} ORDER BY ${distance} LIMIT $3
+         ) x ORDER BY x.score DESC, x.id ASC`
+      : `SELECT ${select} FROM ${from} WHERE ${where} ORDER BY score DESC, r.id ASC LIMIT $3`;
   const r = await tx.query<
     RecordRow & { text_score: number | null; vector_score: number | null; score: number }
   >(sql, params);
@@ -96,16 +169,4 @@ export async function searchRecords(
       key: { value: String(score), id: row.id },
     };
   });
-}
-
-/**
- * Whether the pgvector extension could be used here (the seam for an index-backed similarity path; unused, kept as the
- * README says).
- * @public
- */
-export async function hasPgvector(db: Queryable): Promise<boolean> {
-  const r = await db.query<{ n: number }>(
-    "SELECT count(*)::int AS n FROM pg_available_extensions WHERE name = 'vector'",
-  );
-  return (r.rows[0]?.n ?? 0) > 0;
 }

@@ -74,7 +74,7 @@ public sealed class GeneratedTests
     [InlineData("Viewer", "58ce76c69594ed511d30d5f411c2592185873b9e45606a3f6c82da680248fe09")]
     [InlineData("Workspace", "12edf366d72c5261382b3b949a4ff97f4246b77fe82a8b25566888deccb45e0b")]
     [InlineData("WorkspaceRecords", "134193c80aa2c2095ee89f3dce6acee090369a588e5c134ac4ca01af175ab10d")]
-    [InlineData("Workspaces", "d962111de362eb402247d9127a700a8ccdd2d75c79077182704095f123d3af76")]
+    [InlineData("Workspaces", "7572d1f6b6014d3c30ae2af6f56234e60edcf63f7efc147fb28b92a8d83b1834")]
     public void TheDocumentHashesToItsManifestEntry(string name, string sha256)
     {
         var document = AgentGraphOperations.ByName[name].Document;

@@ -42,7 +42,8 @@ export type Query = {
   memoryRecord: Maybe<MemoryRecord>;
   /**
    * Search one workspace: full-text (PostgreSQL tsvector, english) over the records' indexed chunks, and/or cosine
-   * similarity to a client-supplied embedding (exact scan). Give text, embedding or both. Scores are in [0, 1]:
+   * similarity to a client-supplied embedding (an HNSW index or an exact scan: Workspace.searchCapabilities says
+   * which). Give text, embedding or both. Scores are in [0, 1]:
    * text only: textScore = ts_rank_cd(chunk, query, 32) of the record's best chunk (rank / (rank + 1));
    * embedding only: vectorScore = (1 + cosine) / 2; both: score = textWeight * textScore + (1 - textWeight) *
    * vectorScore, over records that match the text. Highest score first, ties by id. Expired records never appear.
@@ -166,6 +167,8 @@ export type Workspace = {
   secretPolicy: SecretPolicy;
   /** The dimension every embedding in this workspace has; null until set at creation or by the first embedding. */
   embeddingDimensions: Maybe<Scalars['Int']['output']>;
+  /** Which search paths Query.searchMemory takes in this workspace on this server. */
+  searchCapabilities: MemorySearchCapabilities;
 };
 
 
@@ -266,6 +269,36 @@ export type MemoryRecordFilterInput = {
   /** Records updated at or after this time. */
   updatedSince?: InputMaybe<Scalars['DateTime']['input']>;
 };
+
+/** The search paths Query.searchMemory takes in one workspace (they depend on the server and its extensions). */
+export type MemorySearchCapabilities = {
+  __typename?: 'MemorySearchCapabilities';
+  /** How records are ranked by embedding: HNSW_INDEX (pgvector, approximate) or EXACT_SCAN (every record compared). */
+  vectorSearch: MemoryVectorSearchPath;
+  /** True when vector results are exact (EXACT_SCAN); false when an approximate index may miss a near neighbour. */
+  vectorExact: Scalars['Boolean']['output'];
+  /** How full-text candidates are found: INDEXED (the chunks' inverted index, within the caller's tenant). */
+  fullText: MemoryFullTextSearchPath;
+};
+
+/** How Query.searchMemory ranks by embedding in a workspace. */
+export type MemoryVectorSearchPath =
+  /**
+   * pgvector's HNSW index (cosine) over the workspace's dimension: latency grows slowly with the number of records;
+   * approximate (a result may miss a near neighbour); vectorScore computed in 32-bit floats.
+   */
+  | 'HNSW_INDEX'
+  /**
+   * Every record of the workspace with an embedding is compared with the query (float8): exact, but latency grows
+   * linearly with the workspace's records (about 1 s at 100,000 records of 64 dimensions on a 2-core machine).
+   * Servers without the pgvector extension, and dimensions above 2000.
+   */
+  | 'EXACT_SCAN';
+
+/** How Query.searchMemory finds full-text candidates. */
+export type MemoryFullTextSearchPath =
+  /** The chunks' GIN index (tsvector), restricted to the caller's tenant and the workspace. */
+  | 'INDEXED';
 
 export type MemorySearchInput = {
   /** Words to find (web-search syntax: "quoted phrases", or, -exclusion). */
@@ -546,6 +579,9 @@ export type ResolversTypes = {
   CreateWorkspacePayload: ResolverTypeWrapper<Omit<CreateWorkspacePayload, 'workspace'> & { workspace: ResolversTypes['Workspace'] }>;
   PutMemoryInput: PutMemoryInput;
   MemoryRecordFilterInput: MemoryRecordFilterInput;
+  MemorySearchCapabilities: ResolverTypeWrapper<MemorySearchCapabilities>;
+  MemoryVectorSearchPath: MemoryVectorSearchPath;
+  MemoryFullTextSearchPath: MemoryFullTextSearchPath;
   MemorySearchInput: MemorySearchInput;
   MemorySearchConnection: ResolverTypeWrapper<Omit<MemorySearchConnection, 'edges'> & { edges: Array<ResolversTypes['MemorySearchEdge']> }>;
   MemorySearchEdge: ResolverTypeWrapper<Omit<MemorySearchEdge, 'node'> & { node: ResolversTypes['MemoryRecord'] }>;
@@ -586,6 +622,7 @@ export type ResolversParentTypes = {
   CreateWorkspacePayload: Omit<CreateWorkspacePayload, 'workspace'> & { workspace: ResolversParentTypes['Workspace'] };
   PutMemoryInput: PutMemoryInput;
   MemoryRecordFilterInput: MemoryRecordFilterInput;
+  MemorySearchCapabilities: MemorySearchCapabilities;
   MemorySearchInput: MemorySearchInput;
   MemorySearchConnection: Omit<MemorySearchConnection, 'edges'> & { edges: Array<ResolversParentTypes['MemorySearchEdge']> };
   MemorySearchEdge: Omit<MemorySearchEdge, 'node'> & { node: ResolversParentTypes['MemoryRecord'] };
@@ -646,6 +683,7 @@ export type WorkspaceResolvers<ContextType = SubgraphContext, ParentType extends
   records?: Resolver<ResolversTypes['MemoryRecordConnection'], ParentType, ContextType, RequireFields<WorkspaceRecordsArgs, 'first'>>;
   secretPolicy?: Resolver<ResolversTypes['SecretPolicy'], ParentType, ContextType>;
   embeddingDimensions?: Resolver<Maybe<ResolversTypes['Int']>, ParentType, ContextType>;
+  searchCapabilities?: Resolver<ResolversTypes['MemorySearchCapabilities'], ParentType, ContextType>;
 };
 
 export type MemoryRecordResolvers<ContextType = SubgraphContext, ParentType extends ResolversParentTypes['MemoryRecord'] = ResolversParentTypes['MemoryRecord'], FederationReferenceType extends FederationReferenceTypes['MemoryRecord'] = FederationReferenceTypes['MemoryRecord']> = {
@@ -690,6 +728,12 @@ export type MemoryRecordEdgeResolvers<ContextType = SubgraphContext, ParentType 
 
 export type CreateWorkspacePayloadResolvers<ContextType = SubgraphContext, ParentType extends ResolversParentTypes['CreateWorkspacePayload'] = ResolversParentTypes['CreateWorkspacePayload']> = {
   workspace?: Resolver<ResolversTypes['Workspace'], ParentType, ContextType>;
+};
+
+export type MemorySearchCapabilitiesResolvers<ContextType = SubgraphContext, ParentType extends ResolversParentTypes['MemorySearchCapabilities'] = ResolversParentTypes['MemorySearchCapabilities']> = {
+  vectorSearch?: Resolver<ResolversTypes['MemoryVectorSearchPath'], ParentType, ContextType>;
+  vectorExact?: Resolver<ResolversTypes['Boolean'], ParentType, ContextType>;
+  fullText?: Resolver<ResolversTypes['MemoryFullTextSearchPath'], ParentType, ContextType>;
 };
 
 export type MemorySearchConnectionResolvers<ContextType = SubgraphContext, ParentType extends ResolversParentTypes['MemorySearchConnection'] = ResolversParentTypes['MemorySearchConnection']> = {
@@ -784,6 +828,7 @@ export type Resolvers<ContextType = SubgraphContext> = {
   MemoryRecordConnection?: MemoryRecordConnectionResolvers<ContextType>;
   MemoryRecordEdge?: MemoryRecordEdgeResolvers<ContextType>;
   CreateWorkspacePayload?: CreateWorkspacePayloadResolvers<ContextType>;
+  MemorySearchCapabilities?: MemorySearchCapabilitiesResolvers<ContextType>;
   MemorySearchConnection?: MemorySearchConnectionResolvers<ContextType>;
   MemorySearchEdge?: MemorySearchEdgeResolvers<ContextType>;
   MemoryJob?: MemoryJobResolvers<ContextType>;

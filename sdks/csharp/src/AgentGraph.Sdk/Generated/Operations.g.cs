@@ -10,7 +10,7 @@ public static class AgentGraphOperations
     /// <summary>
     /// The schema version (capabilities.schemaVersion) these operations were generated from.
     /// </summary>
-    public const string SchemaVersion = "3f95523b0ea3";
+    public const string SchemaVersion = "105433ba767b";
 
     /// <summary>
     /// Record progress on a message of your inbox: DELIVERED, READ, HANDLED, ACKNOWLEDGED, or FAILED with a reason.
@@ -895,7 +895,7 @@ public static class AgentGraphOperations
     /// </summary>
     public static OperationSpec Workspaces { get; } = new(
         "Workspaces",
-        "query Workspaces($first: Int, $after: String) { workspaces(first: $first, after: $after) { edges { cursor node { id name createdBy { id email displayName createdAt } createdAt secretPolicy embeddingDimensions } } pageInfo { hasNextPage endCursor } } }",
+        "query Workspaces($first: Int, $after: String) { workspaces(first: $first, after: $after) { edges { cursor node { id name createdBy { id email displayName createdAt } createdAt secretPolicy embeddingDimensions searchCapabilities { vectorSearch vectorExact fullText } } } pageInfo { hasNextPage endCursor } } }",
         OperationKind.Query,
         false,
         new Dictionary<string, PrivacyRule>());

@@ -204,6 +204,18 @@ public enum IntentState
 }
 
 /// <summary>
+/// How Query.searchMemory finds full-text candidates.
+/// </summary>
+[JsonConverter(typeof(JsonStringEnumConverter<MemoryFullTextSearchPath>))]
+public enum MemoryFullTextSearchPath
+{
+    /// <summary>
+    /// The chunks' GIN index (tsvector), restricted to the caller's tenant and the workspace.
+    /// </summary>
+    INDEXED,
+}
+
+/// <summary>
 /// The MemoryJobState enum.
 /// </summary>
 [JsonConverter(typeof(JsonStringEnumConverter<MemoryJobState>))]
@@ -229,6 +241,25 @@ public enum MemoryJobState
     /// Failed 3 times: left for a human (the dead-letter state).
     /// </summary>
     DEAD,
+}
+
+/// <summary>
+/// How Query.searchMemory ranks by embedding in a workspace.
+/// </summary>
+[JsonConverter(typeof(JsonStringEnumConverter<MemoryVectorSearchPath>))]
+public enum MemoryVectorSearchPath
+{
+    /// <summary>
+    /// pgvector's HNSW index (cosine) over the workspace's dimension: latency grows slowly with the number of records;
+    /// approximate (a result may miss a near neighbour); vectorScore computed in 32-bit floats.
+    /// </summary>
+    HNSW_INDEX,
+    /// <summary>
+    /// Every record of the workspace with an embedding is compared with the query (float8): exact, but latency grows
+    /// linearly with the workspace's records (about 1 s at 100,000 records of 64 dimensions on a 2-core machine).
+    /// Servers without the pgvector extension, and dimensions above 2000.
+    /// </summary>
+    EXACT_SCAN,
 }
 
 /// <summary>
@@ -7093,7 +7124,8 @@ public sealed record SearchMemoryData
 {
     /// <summary>
     /// Search one workspace: full-text (PostgreSQL tsvector, english) over the records' indexed chunks, and/or cosine
-    /// similarity to a client-supplied embedding (exact scan). Give text, embedding or both. Scores are in [0, 1]:
+    /// similarity to a client-supplied embedding (an HNSW index or an exact scan: Workspace.searchCapabilities says
+    /// which). Give text, embedding or both. Scores are in [0, 1]:
     /// text only: textScore = ts_rank_cd(chunk, query, 32) of the record's best chunk (rank / (rank + 1));
     /// embedding only: vectorScore = (1 + cosine) / 2; both: score = textWeight * textScore + (1 - textWeight) *
     /// vectorScore, over records that match the text. Highest score first, ties by id. Expired records never appear.
@@ -8323,6 +8355,36 @@ public sealed record WorkspacesDataWorkspacesEdgesNode
     /// </summary>
     [JsonPropertyName("embeddingDimensions")]
     public int? EmbeddingDimensions { get; init; }
+
+    /// <summary>
+    /// Which search paths Query.searchMemory takes in this workspace on this server.
+    /// </summary>
+    [JsonPropertyName("searchCapabilities")]
+    public required WorkspacesDataWorkspacesEdgesNodeSearchCapabilities SearchCapabilities { get; init; }
+}
+
+/// <summary>
+/// A MemorySearchCapabilities as WorkspacesDataWorkspacesEdgesNodeSearchCapabilities selects it.
+/// </summary>
+public sealed record WorkspacesDataWorkspacesEdgesNodeSearchCapabilities
+{
+    /// <summary>
+    /// How records are ranked by embedding: HNSW_INDEX (pgvector, approximate) or EXACT_SCAN (every record compared).
+    /// </summary>
+    [JsonPropertyName("vectorSearch")]
+    public required string VectorSearch { get; init; }
+
+    /// <summary>
+    /// True when vector results are exact (EXACT_SCAN); false when an approximate index may miss a near neighbour.
+    /// </summary>
+    [JsonPropertyName("vectorExact")]
+    public required bool VectorExact { get; init; }
+
+    /// <summary>
+    /// How full-text candidates are found: INDEXED (the chunks' inverted index, within the caller's tenant).
+    /// </summary>
+    [JsonPropertyName("fullText")]
+    public required string FullText { get; init; }
 }
 
 /// <summary>
