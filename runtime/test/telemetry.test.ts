@@ -38,7 +38,11 @@ const readAll = async (req: IncomingMessage) => {
 beforeAll(async () => {
   receiver = createServer((req, res) => {
     void readAll(req).then((text) => {
-      received.push({ path: req.url ?? '', contentType: req.headers['content-type'], body: JSON.parse(text) });
+      received.push({
+        path: req.url ?? '',
+        contentType: req.headers['content-type'],
+        body: JSON.parse(text),
+      });
       res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
     });
   });
@@ -51,6 +55,7 @@ afterAll(async () => {
 
 let tracing: Tracing | undefined;
 afterEach(async () => {
+  delete process.env['OTEL_RESOURCE_ATTRIBUTES'];
   await tracing?.shutdown();
   tracing = undefined;
   received.length = 0;
@@ -98,6 +103,8 @@ describe('tracing configuration from the environment', () => {
   });
 
   it('with otlp, sends the spans as OTLP JSON to the receiver the environment names, with OTEL_SERVICE_NAME', async () => {
+    // Resource attributes come from the process's environment (the SDK's env detector).
+    process.env['OTEL_RESOURCE_ATTRIBUTES'] = 'deployment.environment=otel-test';
     tracing = startTracing({
       serviceName: 'memory',
       env: {
@@ -128,6 +135,7 @@ describe('tracing configuration from the environment', () => {
     expect(received[0]!.contentType).toMatch(/application\/json/);
     const resourceSpans = received.flatMap((r) => r.body.resourceSpans as any[]);
     expect(attr(resourceSpans[0].resource.attributes, 'service.name')).toBe('memory-eu-1');
+    expect(attr(resourceSpans[0].resource.attributes, 'deployment.environment')).toBe('otel-test');
     const spans = resourceSpans.flatMap((rs) => rs.scopeSpans.flatMap((ss: any) => ss.spans as any[]));
     const server = spans.find((s) => s.name === 'POST /graphql');
     const child = spans.find((s) => s.name === 'SELECT');

@@ -22,7 +22,12 @@ import {
   type Span,
 } from '@opentelemetry/api';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
-import { defaultResource, resourceFromAttributes } from '@opentelemetry/resources';
+import {
+  defaultResource,
+  detectResources,
+  envDetector,
+  resourceFromAttributes,
+} from '@opentelemetry/resources';
 import {
   BatchSpanProcessor,
   ConsoleSpanExporter,
@@ -110,9 +115,12 @@ export function startTracing(opts: TracingOptions): Tracing {
     if (processors.length === 0) return OFF;
   }
   const provider = new NodeTracerProvider({
-    resource: defaultResource().merge(
-      resourceFromAttributes({ [ATTR_SERVICE_NAME]: env['OTEL_SERVICE_NAME']?.trim() || opts.serviceName }),
-    ),
+    // The SDK's own attributes, then OTEL_RESOURCE_ATTRIBUTES, then service.name (OTEL_SERVICE_NAME or the service's).
+    resource: defaultResource()
+      .merge(detectResources({ detectors: [envDetector] }))
+      .merge(
+        resourceFromAttributes({ [ATTR_SERVICE_NAME]: env['OTEL_SERVICE_NAME']?.trim() || opts.serviceName }),
+      ),
     spanProcessors: processors,
   });
   // The global tracer provider, the AsyncLocalStorage context manager and the W3C trace-context propagator.
