@@ -55,6 +55,18 @@ export function createCoordinationSubgraph(opts: CoordinationOptions = {}): Subg
     },
     migrations: coordinationMigrations,
     principals: coordinationPrincipals,
+    // The outboxes' backlog on each scrape of /metrics (migration 008: one statement over every tenant).
+    watchMetrics: ({ db, metrics }) =>
+      metrics.watchOutboxes(async () => {
+        const r = await db.query<{ outbox: string; pending: string | number; oldest_seconds: number }>(
+          'SELECT outbox, pending, oldest_seconds FROM coordination.outbox_stats()',
+        );
+        return r.rows.map((row) => ({
+          outbox: row.outbox,
+          pending: Number(row.pending),
+          oldestSeconds: Number(row.oldest_seconds),
+        }));
+      }),
     routes: ({ db }) => ({
       // Desktops fetch the intent keys from coordination's origin (the gateway does not proxy this path).
       [INTENT_JWKS_PATH]: async (req, res) => {
@@ -73,11 +85,11 @@ export function createCoordinationSubgraph(opts: CoordinationOptions = {}): Subg
     }),
     // The emergency stop ends this server's open streams of a stopped tenant (or all, for the global stop).
     streamStop: ({ db, log }) => createEmergencyWatch({ db, log, refreshMs: opts.emergencyRefreshMs }),
-    background: ({ config, db, log }) => {
+    background: ({ config, db, log, metrics }) => {
       const stopSweeper =
         opts.sweepIntervalMs === 0
           ? async () => undefined
-          : startIntentSweeper({ db, log, now, intervalMs: opts.sweepIntervalMs });
+          : startIntentSweeper({ db, log, now, intervalMs: opts.sweepIntervalMs, metrics });
       // Keys: make sure an active and a pending key exist, then rotate when the active one is old enough.
       const rotateAfter = opts.keyRotationSeconds ?? 30 * 24 * 3600;
       // Stored private halves not sealed under the active key-encryption key (from before encryption, or an older

@@ -110,7 +110,7 @@ export const resolvers: Resolvers = {
       requireWriter(auth, 'post messages');
       const roomId = parseArg(Id, args.roomId, 'roomId');
       const body = parseArg(MessageBody, args.input.body, 'input.body');
-      await takeRateToken(ctx.db, ctx.config, auth, 'post', new Date());
+      await takeRateToken(ctx.db, ctx.config, auth, 'post', new Date(), ctx.metrics);
       return idempotentMutation(
         ctx,
         'Mutation.postMessage',

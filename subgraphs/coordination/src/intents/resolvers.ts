@@ -56,6 +56,23 @@ import {
 } from './store.js';
 import { seqKey } from '../seq-cursor.js';
 
+/**
+ * Metrics of a committed state change (a replay changed nothing): the transition, and for the device's first moves
+ * the dispatch latency from the intent's creation (DELIVERED: delivered; its local decision: acknowledged).
+ */
+function countTransition(ctx: SubgraphContext, intent: IntentModel, now: Date): void {
+  if (!ctx.metrics || ctx.responseExtensions['idempotentReplay']) return;
+  ctx.metrics.intentTransition(intent.state);
+  const stage =
+    intent.state === 'DELIVERED'
+      ? 'delivered'
+      : intent.state === 'LOCALLY_APPROVED' || intent.state === 'DENIED_BY_POLICY'
+        ? 'acknowledged'
+        : undefined;
+  if (stage)
+    ctx.metrics.intentDispatched(stage, Math.max(0, now.getTime() - Date.parse(intent.createdAt)) / 1000);
+}
+
 export interface IntentResolverDeps {
   now: () => Date;
   devices: DeviceDirectory;
@@ -191,7 +208,7 @@ export function createIntentResolvers(deps: IntentResolverDeps): IntentResolvers
           'input.executionTimeoutSeconds',
         );
         // The rate limit before asking identity (one token per attempt, replays included).
-        await takeRateToken(ctx.db, ctx.config, auth, 'intent', deps.now());
+        await takeRateToken(ctx.db, ctx.config, auth, 'intent', deps.now(), ctx.metrics);
         const device = await deps.devices.device(ctx, deviceId);
         if (!device) throw notFound(`Device ${deviceId}`);
         if (device.status !== 'ENROLLED') {
@@ -222,7 +239,7 @@ export function createIntentResolvers(deps: IntentResolverDeps): IntentResolvers
         // Read outside the mutation's transaction: the embedded database has one connection.
         const key = await activeIntentKey(ctx.db, keyVault(ctx.config), deps.now().getTime());
         const origin = auditOriginOf(ctx, auth);
-        return idempotentMutation(ctx, 'Mutation.createIntent', normalized, async (tx, a) => {
+        const result = await idempotentMutation(ctx, 'Mutation.createIntent', normalized, async (tx, a) => {
           const createdAt = deps.now();
           const expiresAt = new Date(createdAt.getTime() + expiresIn * 1000);
           const id = randomUUID();
@@ -255,27 +272,36 @@ export function createIntentResolvers(deps: IntentResolverDeps): IntentResolvers
           if ('stopped' in created) throw emergencyStopError(created.stopped.global);
           return { intent: created };
         });
+        countTransition(ctx, result.intent, deps.now());
+        return result;
       },
 
       async cancelIntent(_parent, args, ctx) {
         const auth = requireAuth(ctx.auth);
         const id = parseArg(IntentId, args.id, 'id');
-        return idempotentMutation(ctx, 'Mutation.cancelIntent', { ...args, id }, async (tx, a) => {
-          const current = visible(a, (await intentsById(tx, [id])).get(id) ?? null);
-          if (!current) throw notFound(`Intent ${id}`);
-          if (current.requester !== a.principalId || auth.deviceId) {
-            throw new AppError('FORBIDDEN', 'Only the user who requested an intent can cancel it.');
-          }
-          const intent = await transition(tx, {
-            intentId: id,
-            to: 'CANCELLED',
-            source: 'requester',
-            actor: a.principalId,
-            at: deps.now(),
-            origin: auditOriginOf(ctx, auth),
-          });
-          return { intent };
-        });
+        const result = await idempotentMutation(
+          ctx,
+          'Mutation.cancelIntent',
+          { ...args, id },
+          async (tx, a) => {
+            const current = visible(a, (await intentsById(tx, [id])).get(id) ?? null);
+            if (!current) throw notFound(`Intent ${id}`);
+            if (current.requester !== a.principalId || auth.deviceId) {
+              throw new AppError('FORBIDDEN', 'Only the user who requested an intent can cancel it.');
+            }
+            const intent = await transition(tx, {
+              intentId: id,
+              to: 'CANCELLED',
+              source: 'requester',
+              actor: a.principalId,
+              at: deps.now(),
+              origin: auditOriginOf(ctx, auth),
+            });
+            return { intent };
+          },
+        );
+        countTransition(ctx, result.intent, deps.now());
+        return result;
       },
 
       async reportIntentState(_parent, args, ctx) {
@@ -311,7 +337,7 @@ export function createIntentResolvers(deps: IntentResolverDeps): IntentResolvers
           audience: intentIssuer(ctx.config),
           now,
         });
-        return idempotentMutation(ctx, 'Mutation.reportIntentState', args, async (tx, a) => {
+        const result = await idempotentMutation(ctx, 'Mutation.reportIntentState', args, async (tx, a) => {
           if (!(await rememberReport(tx, a.tenantId, deviceId, report.jti))) {
             throw new AppError(
               'BAD_USER_INPUT',
@@ -330,6 +356,8 @@ export function createIntentResolvers(deps: IntentResolverDeps): IntentResolvers
           });
           return { intent };
         });
+        countTransition(ctx, result.intent, now);
+        return result;
       },
     },
 

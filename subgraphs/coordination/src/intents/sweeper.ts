@@ -5,7 +5,7 @@
  * module. Each change runs in its tenant's transaction through store.transition (event, outbox, NOTIFY); an
  * intent that changed in between (a report raced the sweep) is skipped, not overwritten.
  */
-import { AppError, runPeriodically, type Database, type Logger } from '@agentgraph/runtime';
+import { AppError, runPeriodically, type Database, type Logger, type Metrics } from '@agentgraph/runtime';
 import type { IntentState } from './machine.js';
 import { transition } from './store.js';
 
@@ -77,6 +77,8 @@ export function startIntentSweeper(opts: {
   log: Logger;
   now: () => Date;
   intervalMs?: number;
+  /** Counts the sweeper's transitions (EXPIRED, OUTCOME_UNKNOWN). */
+  metrics?: Pick<Metrics, 'intentTransition'>;
 }): () => Promise<void> {
   let passes = 0;
   return runPeriodically({
@@ -86,6 +88,8 @@ export function startIntentSweeper(opts: {
     run: async () => {
       const r = await sweepIntents(opts.db, opts.now());
       if (r.expired || r.outcomeUnknown) opts.log.info('intent sweep', { ...r });
+      for (let i = 0; i < r.expired; i++) opts.metrics?.intentTransition('EXPIRED');
+      for (let i = 0; i < r.outcomeUnknown; i++) opts.metrics?.intentTransition('OUTCOME_UNKNOWN');
       if (++passes % PURGE_EVERY_PASSES === 0) {
         const purged = await purgeIntentBookkeeping(opts.db);
         if (purged.outbox || purged.jtis) opts.log.info('intent bookkeeping purged', purged);

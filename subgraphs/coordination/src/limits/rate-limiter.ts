@@ -13,6 +13,7 @@ import {
   type AuthContext,
   type Config,
   type Database,
+  type Metrics,
   type RateLimit,
   type RateLimitedAction,
 } from '@agentgraph/runtime';
@@ -32,13 +33,14 @@ interface Bucket {
   limit: RateLimit;
 }
 
-/** Takes one token for `action` or throws RATE_LIMITED. */
+/** Takes one token for `action` or throws RATE_LIMITED (counted as limiter `coordination_<action>`). */
 export async function takeRateToken(
   db: Database,
   config: Pick<Config, 'rateLimits'>,
   auth: AuthContext,
   action: RateLimitedAction,
   now: Date,
+  metrics?: Pick<Metrics, 'rateLimited'>,
 ): Promise<void> {
   const limits = config.rateLimits[action];
   const buckets: Bucket[] = [];
@@ -60,6 +62,7 @@ export async function takeRateToken(
   );
   const waitMs = Number(r.rows[0]!.wait);
   if (waitMs > 0) {
+    metrics?.rateLimited(`coordination_${action}`);
     const which = buckets
       .map(
         (b) =>

@@ -176,7 +176,7 @@ export function createAgentMessageResolvers(deps: AgentMessageResolverDeps): Age
             ? null
             : parseArg(MessageExpiresIn, input.expiresInSeconds, 'input.expiresInSeconds');
         // Agent messages share the posting buckets with room posts (one token per attempt).
-        await takeRateToken(ctx.db, ctx.config, auth, 'post', deps.now());
+        await takeRateToken(ctx.db, ctx.config, auth, 'post', deps.now(), ctx.metrics);
         // A reply's address comes from the message it answers (its sender was checked when it sent).
         if (to?.kind === 'DEVICE' && !replyTo) await checkDevice(ctx, to.id);
         if (to?.kind === 'USER' && !replyTo) await checkUser(ctx, to.id);
