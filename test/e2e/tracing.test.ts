@@ -74,7 +74,7 @@ async function spansUntil<T>(pick: (spans: ReadableSpan[]) => T | undefined): Pr
 function ancestors(span: ReadableSpan, all: ReadableSpan[]): ReadableSpan[] {
   const byId = new Map(all.map((s) => [s.spanContext().spanId, s]));
   const out: ReadableSpan[] = [];
-  for (let id = parentOf(span); id; ) {
+  for (let id = parentOf(span); id;) {
     const parent = byId.get(id);
     if (!parent) break;
     out.push(parent);
@@ -147,6 +147,16 @@ describe('traces with tracing on (in-memory exporter)', () => {
     const lines = logs.map((l) => JSON.parse(l) as Record<string, unknown>);
     const access = lines.find((l) => l['msg'] === 'request' && l['operationName'] === 'Span');
     expect(access).toMatchObject({ trace_id: traceId, span_id: gateway.spanContext().spanId });
+    // So do the subgraphs' access lines of the fetches it made (same correlation id), with their server spans' ids.
+    const servedIds = new Set(trees.servers.map((s) => s.spanContext().spanId));
+    const subgraphLines = lines.filter(
+      (l) => l['msg'] === 'request' && l !== access && l['correlationId'] === access!['correlationId'],
+    );
+    expect(subgraphLines.length).toBeGreaterThanOrEqual(2);
+    for (const l of subgraphLines) {
+      expect(l['trace_id']).toBe(traceId);
+      expect(servedIds.has(l['span_id'] as string)).toBe(true);
+    }
   });
 
   it('a forged traceparent sent straight to a subgraph without the gateway secret starts a new trace', async () => {
