@@ -104,10 +104,17 @@ describe('gateway /graphql', () => {
       await stillServes();
     });
 
-    it('a query that does not parse → 400 GRAPHQL_PARSE_FAILED', async () => {
-      const r = await h.gql('{ things { id ');
+    // Document errors: 400 for a client accepting application/graphql-response+json (the SDKs), 200 for one
+    // accepting only application/json or sending no Accept (GraphQL over HTTP; test/e2e/graphql-http-audit.test.ts).
+    it('a query that does not parse → GRAPHQL_PARSE_FAILED, 400 (200 for application/json)', async () => {
+      const r = await h.gql('{ things { id ', undefined, undefined, {
+        accept: 'application/graphql-response+json',
+      });
       expect(r.status).toBe(400);
       expect(r.json.errors[0].extensions.code).toBe('GRAPHQL_PARSE_FAILED');
+      const legacy = await h.gql('{ things { id ');
+      expect(legacy.status).toBe(200);
+      expect(legacy.json.errors[0].extensions.code).toBe('GRAPHQL_PARSE_FAILED');
       await stillServes();
     });
 
@@ -160,20 +167,32 @@ describe('gateway /graphql', () => {
       await stillServes();
     });
 
-    it('wrong variable types → 400 BAD_USER_INPUT (Apollo variable coercion)', async () => {
-      const r = await h.gql('query Q($n: Int) { things(first: $n) { id } }', { n: 'many' });
+    it('wrong variable types → BAD_USER_INPUT, 400 (200 for application/json; Apollo variable coercion)', async () => {
+      const r = await h.gql('query Q($n: Int) { things(first: $n) { id } }', { n: 'many' }, undefined, {
+        accept: 'application/graphql-response+json',
+      });
       expect(r.status).toBe(400);
       expect(r.json.errors[0].extensions.code).toBe('BAD_USER_INPUT');
-      const missing = await h.gql('query Q($id: ID!) { thing(id: $id) { id } }', {});
+      const missing = await h.gql('query Q($id: ID!) { thing(id: $id) { id } }', {}, undefined, {
+        accept: 'application/graphql-response+json',
+      });
       expect(missing.status).toBe(400);
       expect(missing.json.errors[0].extensions.code).toBe('BAD_USER_INPUT');
+      const legacy = await h.gql('query Q($n: Int) { things(first: $n) { id } }', { n: 'many' });
+      expect(legacy.status).toBe(200);
+      expect(legacy.json.errors[0].extensions.code).toBe('BAD_USER_INPUT');
       await stillServes();
     });
 
-    it('an unknown field → 400 GRAPHQL_VALIDATION_FAILED', async () => {
-      const r = await h.gql('{ things { id nope } }');
+    it('an unknown field → GRAPHQL_VALIDATION_FAILED, 400 (200 for application/json)', async () => {
+      const r = await h.gql('{ things { id nope } }', undefined, undefined, {
+        accept: 'application/graphql-response+json',
+      });
       expect(r.status).toBe(400);
       expect(r.json.errors[0].extensions.code).toBe('GRAPHQL_VALIDATION_FAILED');
+      const legacy = await h.gql('{ things { id nope } }');
+      expect(legacy.status).toBe(200);
+      expect(legacy.json.errors[0].extensions.code).toBe('GRAPHQL_VALIDATION_FAILED');
       await stillServes();
     });
 

@@ -72,6 +72,23 @@ export function sendJson(
   res.end(text);
 }
 
+/**
+ * Errors in the GraphQL document or its variables, as opposed to the HTTP request around them: the query does not
+ * parse, does not validate, or its variables do not coerce. GraphQL over HTTP: a client that accepts only the
+ * legacy `application/json` gets these with status 200 (it reads `errors`), one that accepts
+ * `application/graphql-response+json` (every SDK) with 400. A body that is not JSON stays 400 for both.
+ */
+const documentErrors = new WeakSet<AppError>();
+export function documentError(err: AppError): AppError {
+  documentErrors.add(err);
+  return err;
+}
+
+/** Whether the client accepts `application/graphql-response+json` (else it gets the legacy `application/json`). */
+export function acceptsGraphQLResponseJson(accept: string | null | undefined): boolean {
+  return (accept ?? '').toLowerCase().includes('application/graphql-response+json');
+}
+
 /** A request-level error answer in the GraphQL-over-HTTP shape, with the status from the error table. */
 export function sendRequestError(
   res: ServerResponse,
@@ -81,6 +98,8 @@ export function sendRequestError(
 ): void {
   const extensions: Record<string, unknown> = { ...err.extensions, correlationId };
   const headers: Record<string, string> = {};
+  if (status === 400 && documentErrors.has(err) && !acceptsGraphQLResponseJson(res.req?.headers.accept))
+    status = 200;
   const retryAfterMs = extensions['retryAfterMs'];
   if (typeof retryAfterMs === 'number') headers['retry-after'] = String(Math.ceil(retryAfterMs / 1000));
   sendJson(res, status, { errors: [{ message: err.message, extensions }] }, headers, graphqlContentType(res));
@@ -89,8 +108,7 @@ export function sendRequestError(
 export const GRAPHQL_RESPONSE_JSON = 'application/graphql-response+json; charset=utf-8';
 
 function graphqlContentType(res: ServerResponse): string {
-  const accept = (res.req?.headers.accept ?? '').toLowerCase();
-  return accept.includes('application/graphql-response+json')
+  return acceptsGraphQLResponseJson(res.req?.headers.accept)
     ? GRAPHQL_RESPONSE_JSON
     : 'application/json; charset=utf-8';
 }
