@@ -9,6 +9,7 @@
  *   npm run bench -- --auth             token verification overhead at the gateway, token endpoint throughput
  *   npm run bench -- --coordination     idle device streams (memory per stream), intent create-to-received latency
  *   npm run bench -- --memory           memory writes and search (text, vector, hybrid) at 100,000 records
+ *   npm run bench -- --secrets          the secret filter: recall/precision on the labelled corpus, MB/s scanned
  *   npm run bench -- --catalog          analysis of a 5 MB package, TUF signing of a 1,000-target channel
  *   npm run bench -- --console          the web console's initial load: transfer size and time to interactive
  *   npm run bench -- --csharp           C# SDK: overhead per call over plain HttpClient, outbox throughput
@@ -60,6 +61,7 @@ const SCRIPT_MODES = [
   'csharp',
   'python',
   'schema-check',
+  'secrets',
 ] as const;
 const scriptMode = SCRIPT_MODES.find((m) => process.argv.includes(`--${m}`));
 const forwarded = scriptMode ? process.argv.slice(2).filter((a) => a !== `--${scriptMode}`) : [];
@@ -74,6 +76,7 @@ const { values: args } = parseArgs({
     'schema-check': { type: 'boolean', default: false },
     coordination: { type: 'boolean', default: false },
     memory: { type: 'boolean', default: false },
+    secrets: { type: 'boolean', default: false },
     catalog: { type: 'boolean', default: false },
     csharp: { type: 'boolean', default: false },
     python: { type: 'boolean', default: false },
@@ -114,7 +117,9 @@ const MODE = args.coordination
                     ? 'subgraph-servers'
                     : args.profile
                       ? 'profile'
-                      : 'gateway';
+                      : args.secrets
+                        ? 'secrets'
+                        : 'gateway';
 const CONNECTIONS = Number(args.connections);
 const WARMUP = Number(args.warmup);
 const DURATION = Number(args.duration);
@@ -668,6 +673,10 @@ async function main() {
   }
   if (MODE === 'memory') {
     runScripts({ memory: [join(BENCH_SRC, 'memory-bench.ts')] });
+    return;
+  }
+  if (MODE === 'secrets') {
+    runScripts({ secrets: [join(BENCH_SRC, 'secrets-bench.ts')] });
     return;
   }
   if (MODE === 'catalog') {

@@ -185,7 +185,8 @@ export function looksGenerated(value: string): boolean {
   return shannonEntropy(value) >= HIGH_ENTROPY_MIN_BITS;
 }
 
-const SECRET_KEYWORD = `(?<!${anyCase('public')})(?<!${anyCase('public')}[_.-])(?:${['secret', 'token', 'key', 'credential', 'auth'].map(anyCase).join('|')})[Ss]?(?:[_.-](?:${['base', 'value', 'prod', 'live', 'dev', 'test', 'staging'].map(anyCase).join('|')}))?`;
+/** The lookahead on the first letters is only for speed: the lookbehinds then run at keyword starts, not everywhere. */
+const SECRET_KEYWORD = `(?=[SsTtKkCcAa])(?<!${anyCase('public')})(?<!${anyCase('public')}[_.-])(?:${['secret', 'token', 'key', 'credential', 'auth'].map(anyCase).join('|')})[Ss]?(?:[_.-](?:${['base', 'value', 'prod', 'live', 'dev', 'test', 'staging'].map(anyCase).join('|')}))?`;
 /** Group 1: the value after a secret keyword. */
 const SECRET_ASSIGNMENT = new RegExp(
   `${SECRET_KEYWORD}['"\\]]?(?:[ \\t]*(?:=>|:=|[:=])[ \\t]*|[ \\t]+)['"\`]?([A-Za-z0-9+/=_.~-]{16,})`,

@@ -128,7 +128,7 @@ def looks_generated(value: str) -> bool:
 
 
 _SECRET_KEYWORD = (
-    f"(?<!{_any_case('public')})(?<!{_any_case('public')}[_.-])"
+    f"(?=[SsTtKkCcAa])(?<!{_any_case('public')})(?<!{_any_case('public')}[_.-])"
     f"(?:{'|'.join(_any_case(w) for w in ['secret', 'token', 'key', 'credential', 'auth'])})[Ss]?"
     f"(?:[_.-](?:{'|'.join(_any_case(w) for w in ['base', 'value', 'prod', 'live', 'dev', 'test', 'staging'])}))?"
 )

@@ -139,7 +139,7 @@ export function looksGenerated(value: string): boolean {
   return shannonEntropy(value) >= HIGH_ENTROPY_MIN_BITS;
 }
 
-const SECRET_KEYWORD = `(?<!${anyCase('public')})(?<!${anyCase('public')}[_.-])(?:${['secret', 'token', 'key', 'credential', 'auth'].map(anyCase).join('|')})[Ss]?(?:[_.-](?:${['base', 'value', 'prod', 'live', 'dev', 'test', 'staging'].map(anyCase).join('|')}))?`;
+const SECRET_KEYWORD = `(?=[SsTtKkCcAa])(?<!${anyCase('public')})(?<!${anyCase('public')}[_.-])(?:${['secret', 'token', 'key', 'credential', 'auth'].map(anyCase).join('|')})[Ss]?(?:[_.-](?:${['base', 'value', 'prod', 'live', 'dev', 'test', 'staging'].map(anyCase).join('|')}))?`;
 const SECRET_ASSIGNMENT = `${SECRET_KEYWORD}['"\\]]?(?:[ \\t]*(?:=>|:=|[:=])[ \\t]*|[ \\t]+)['"\`]?([A-Za-z0-9+/=_.~-]{16,})`;
 
 const PASSWORD_KEYWORD = `(?:${['password', 'passwd', 'passphrase', 'pwd'].map(anyCase).join('|')}|[_.-]${anyCase('pass')})`;

@@ -70,7 +70,7 @@ public static class Detectors
     private static readonly Regex Digit = new("[0-9]", Options);
 
     private static readonly string SecretKeyword =
-        $"(?<!{AnyCase("public")})(?<!{AnyCase("public")}[_.-])(?:{AnyCaseOf("secret", "token", "key", "credential", "auth")})[Ss]?" +
+        $"(?=[SsTtKkCcAa])(?<!{AnyCase("public")})(?<!{AnyCase("public")}[_.-])(?:{AnyCaseOf("secret", "token", "key", "credential", "auth")})[Ss]?" +
         $"(?:[_.-](?:{AnyCaseOf("base", "value", "prod", "live", "dev", "test", "staging")}))?";
 
     /// <summary>Group 1: the value after a secret keyword.</summary>
