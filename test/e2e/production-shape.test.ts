@@ -285,12 +285,12 @@ describe.runIf(onPostgres)('the production shape, run as processes', () => {
   async function ready(p: Proc): Promise<void> {
     let exited = false;
     void p.exited.then(() => (exited = true));
-    const deadline = Date.now() + 240_000;
+    const deadline = Date.now() + 300_000;
     for (;;) {
       if (exited) throw new Error(`${p.name} exited before it was ready:\n${p.output.join('')}`);
       const res = await fetch(url(p.name, '/readyz')).catch(() => null);
       if (res?.status === 200) return;
-      if (Date.now() > deadline) throw new Error(`${p.name} not ready after 240 s:\n${p.output.join('')}`);
+      if (Date.now() > deadline) throw new Error(`${p.name} not ready after 300 s:\n${p.output.join('')}`);
       await new Promise((r) => setTimeout(r, 100));
     }
   }
@@ -334,7 +334,7 @@ describe.runIf(onPostgres)('the production shape, run as processes', () => {
       .split('\n')
       .find((l) => l.startsWith('{"tenantId"'));
     owner = JSON.parse(line!) as typeof owner;
-  }, 400_000);
+  }, 450_000);
 
   afterAll(async () => {
     for (const p of procs)
