@@ -57,6 +57,7 @@ afterAll(async () => {
 
 const scope = (s: ReadableSpan) => s.instrumentationScope.name;
 const parentOf = (s: ReadableSpan) => s.parentSpanContext?.spanId;
+const idOf = (s: ReadableSpan) => s.spanContext().spanId;
 const SERVER = 1;
 const CLIENT = 2;
 
@@ -157,6 +158,38 @@ describe('traces with tracing on (in-memory exporter)', () => {
       expect(l['trace_id']).toBe(traceId);
       expect(servedIds.has(l['span_id'] as string)).toBe(true);
     }
+  });
+
+  it("a subgraph's call to another subgraph (coordination asks identity) stays in the trace with the gateway secret", async () => {
+    exporter.reset();
+    const sent = await p.gql(
+      'mutation S($i: SendAgentMessageInput!, $k: ID!) { sendAgentMessage(input: $i, idempotencyKey: $k) { message { id } } }',
+      { i: { to: { userId: alice.userId }, body: 'traced' }, k: randomUUID() },
+      alice.token,
+    );
+    expect(sent.errors).toBeUndefined();
+    // The recipient check: coordination's CLIENT span to identity, identity's server span under it (the check carries
+    // the gateway secret), all under the gateway's request span.
+    const found = await spansUntil((all) => {
+      const call = all.find(
+        (s) => scope(s) === 'coordination' && s.kind === CLIENT && s.name === 'POST identity',
+      );
+      const served =
+        call && all.find((s) => scope(s) === 'identity' && s.kind === SERVER && parentOf(s) === idOf(call));
+      return call && served ? { all, call, served } : undefined;
+    });
+    const traceId = found.call.spanContext().traceId;
+    expect(found.served.spanContext().traceId).toBe(traceId);
+    const up = ancestors(found.served, found.all);
+    expect(up.map((s) => `${scope(s)} ${s.name}`)).toEqual(
+      expect.arrayContaining([
+        'coordination POST identity',
+        'coordination POST /graphql',
+        'gateway POST coordination',
+        'gateway POST /graphql',
+      ]),
+    );
+    expect(up.at(-1)!.attributes['graphql.operation.name']).toBe('S');
   });
 
   it('a forged traceparent sent straight to a subgraph without the gateway secret starts a new trace', async () => {

@@ -245,6 +245,16 @@ export function inChildSpan<T>(
   });
 }
 
+/** A CLIENT span around a call that leaves the process (another service), as inChildSpan; `fn` runs as is when off. */
+export function inClientSpan<T>(
+  tracer: string,
+  name: string,
+  attributes: Attributes,
+  fn: (span: Span | undefined) => Promise<T>,
+): Promise<T> {
+  return inChildSpan(tracer, name, SpanKind.CLIENT, attributes, fn);
+}
+
 export interface RequestSpanOptions {
   /** The tracer (instrumentation scope): the service's name. */
   tracer: string;

@@ -8,7 +8,13 @@
  * (`_entities`, the caller's tenant only), which identity answers only with the gateway secret
  * (runtime/src/gateway-secret.ts): every subgraph holds it, to check it.
  */
-import { AppError, GATEWAY_SECRET_HEADER, type SubgraphContext } from '@agentgraph/runtime';
+import {
+  AppError,
+  GATEWAY_SECRET_HEADER,
+  inClientSpan,
+  injectTraceHeaders,
+  type SubgraphContext,
+} from '@agentgraph/runtime';
 import { z } from 'zod';
 
 export interface DeviceInfo {
@@ -86,19 +92,24 @@ export function createDeviceDirectory(
     const url = ctx.config.subgraphUrls.identity;
     let body: unknown;
     try {
-      const res = await fetchImpl(url, {
-        method: 'POST',
-        headers: {
+      // A CLIENT span of the caller's trace when tracing is on; identity continues it only with the gateway secret.
+      body = await inClientSpan('coordination', 'POST identity', { 'peer.service': 'identity' }, async () => {
+        const headers: Record<string, string> = {
           'content-type': 'application/json',
           accept: 'application/json',
           'x-correlation-id': ctx.correlationId,
           ...(ctx.authorization ? { authorization: ctx.authorization } : {}),
           ...opts.headers,
-        },
-        body: JSON.stringify(request),
-        signal: AbortSignal.timeout(5_000),
+        };
+        injectTraceHeaders(headers);
+        const res = await fetchImpl(url, {
+          method: 'POST',
+          headers,
+          body: JSON.stringify(request),
+          signal: AbortSignal.timeout(5_000),
+        });
+        return (await res.json()) as unknown;
       });
-      body = await res.json();
     } catch (err) {
       ctx.log.warn(`identity could not be asked about ${what}`, { ...opts.log, error: err });
       throw new AppError(
