@@ -8,10 +8,14 @@
  *
  * Options: --records 100000 --puts 2000 --bulk 10000 --concurrency 8 --queries 50 --dim 64
  * (--bulk: records loaded with putMemories, 100 per call, `--concurrency` calls at a time; they count in --records).
- * Writes bench/results/<time>-memory-<driver>.json and prints a table. Search is an exact scan (no pgvector here).
+ * Writes bench/results/<time>-memory-<driver>.json and prints a table. Which search path ran is in the result
+ * (`capabilities`, Workspace.searchCapabilities): HNSW_INDEX where pgvector exists (PGlite), else EXACT_SCAN; the
+ * machine's load (os.loadavg) before and after the searches, the commit and the date are in it too.
  */
+import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { newPrincipal } from '../../test/src/subgraph-harness.js';
@@ -155,9 +159,20 @@ async function main(): Promise<void> {
     );
   }
   const seedSeconds = (performance.now() - seedStart) / 1000;
-  // Planner statistics, as autovacuum would have them on a live server (ANALYZE needs the owner).
+  // Planner statistics, and the full-text index's pending list merged, as autovacuum would have them on a live
+  // server (both need the owner).
   await h.owner.query('ANALYZE memory.records');
   await h.owner.query('ANALYZE memory.chunks');
+  await h.owner.query(`SELECT gin_clean_pending_list('memory.chunks_tsv'::regclass)`);
+  const caps = await h.gql(
+    p,
+    `query ($id: ID!) { workspace(id: $id) { searchCapabilities { vectorSearch vectorExact fullText } } }`,
+    { id: workspaceId },
+  );
+  if (caps.body.errors) throw new Error(JSON.stringify(caps.body.errors));
+  const capabilities = (caps.body.data!['workspace'] as { searchCapabilities: Record<string, unknown> })
+    .searchCapabilities;
+  const loadBefore = loadavg();
 
   // 3. Search latency over HTTP.
   const search = `query ($ws: ID!, $q: MemorySearchInput!) {
@@ -187,11 +202,20 @@ async function main(): Promise<void> {
     };
   }
 
+  const loadAfter = loadavg();
   const result = {
     bench: 'memory',
     driver: h.driver,
+    date: new Date().toISOString(),
+    commit: execFileSync('git', ['rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim(),
+    machine: {
+      cpus: cpus().length,
+      model: cpus()[0]?.model ?? '',
+      loadavg: { before: loadBefore, after: loadAfter },
+    },
     records: RECORDS,
     dim: DIM,
+    capabilities,
     put: { count: PUTS, concurrency: CONCURRENCY, seconds: putSeconds, perSecond: PUTS / putSeconds },
     indexing: { jobs: PUTS, seconds: indexSeconds, perSecond: PUTS / indexSeconds },
     putMemories: {
@@ -207,6 +231,9 @@ async function main(): Promise<void> {
   };
   await h.close();
   console.error(`memory bench on ${result.driver}, ${RECORDS} records (dim ${DIM}) in one tenant`);
+  console.error(
+    `search paths: ${JSON.stringify(capabilities)}; load average ${loadBefore.map((x) => x.toFixed(2)).join(' ')} → ${loadAfter.map((x) => x.toFixed(2)).join(' ')} (${result.machine.cpus} CPUs)`,
+  );
   console.error(
     `putMemory over HTTP: ${result.put.perSecond.toFixed(0)}/s (${PUTS} puts, ${CONCURRENCY} concurrent)`,
   );
