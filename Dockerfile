@@ -9,12 +9,10 @@
 
 ARG NODE_IMAGE=node:24-bookworm-slim
 
-# Dependencies: production ones only (tsx is one), from the lock file. The toolchain is for native modules that have
-# no prebuilt binary for this platform (better-sqlite3, which the SDK's outbox uses; the services do not).
+# Dependencies: production ones only (tsx is one), from the lock file, without install scripts: the only native one,
+# better-sqlite3, is the SDK outbox's, which no service loads (so no toolchain and no prebuilt download); esbuild (tsx)
+# comes as its platform package.
 FROM ${NODE_IMAGE} AS build
-RUN apt-get update \
-  && apt-get install -y --no-install-recommends python3 make g++ \
-  && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 COPY package.json package-lock.json ./
 COPY runtime/package.json runtime/
@@ -26,7 +24,7 @@ COPY gateway/package.json gateway/
 COPY codegen/package.json codegen/
 COPY bench/package.json bench/
 COPY test/package.json test/
-RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
+RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force
 # The services' sources (tests, benchmarks, perf probes and the rest are left out by .dockerignore and by not being
 # copied): the runtime, the subgraphs with their migrations, the gateway, the schemas they read at start.
 COPY tsconfig.json tsconfig.base.json supergraph.yaml ./
