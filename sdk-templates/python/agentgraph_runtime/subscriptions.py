@@ -11,6 +11,9 @@
   refreshes the token once and reconnects at once; other refusals end the iteration with the typed error.
 - ``verify(event)`` (e.g. the intent verifier): a raise does not stop the stream; the event is yielded as
   ``type="rejected"`` with the error, and counts as handled.
+- Defaults are the client's (``client.subscriptions()`` or ``Subscriptions(client)``): its token provider (asked
+  for a token on every connect and reconnect), its extra headers, its HTTP client (connection pool and transport),
+  clock, logger, privacy policy and detectors. A keyword argument given here wins.
 Not ported yet: the polling fallback of the TypeScript SDK (servers that do not stream).
 """
 from __future__ import annotations
@@ -69,9 +72,12 @@ class Subscriptions:
     ) -> None:
         self._client = client
         self._url = stream_url or client.base_url.rstrip("/") + "/stream"
-        self._http = httpx.AsyncClient(transport=transport, timeout=None)
-        self._tokens = token_provider
-        self._clock: Clock = clock or system_clock
+        # The client's HTTP client (its pool and transport) unless a transport is given; streams have no timeout.
+        self._owns_http = transport is not None
+        self._http = httpx.AsyncClient(transport=transport, timeout=None) if transport is not None else client._http  # noqa: SLF001
+        self._headers = dict(client._headers)  # noqa: SLF001 - the client's extra headers (never logged)
+        self._tokens = token_provider if token_provider is not None else client._tokens  # noqa: SLF001
+        self._clock: Clock = clock or client._clock  # noqa: SLF001
         self._random = random or _random.random
         self._idle = idle_timeout_ms
         self._connect = connect_timeout_ms
@@ -79,7 +85,8 @@ class Subscriptions:
         self._logger = logger or client._logger  # noqa: SLF001 - the same metadata-only logger
 
     async def aclose(self) -> None:
-        await self._http.aclose()
+        if self._owns_http:
+            await self._http.aclose()
 
     async def subscribe(
         self,
@@ -94,7 +101,8 @@ class Subscriptions:
         signal: Optional[AbortSignal] = None,
     ) -> AsyncIterator[SubscriptionItem]:
         settings = self._client.settings.retry
-        gated = apply_privacy_gate(op.name, dict(variables), op.privacy, self._client._policy)  # noqa: SLF001
+        gated = apply_privacy_gate(op.name, dict(variables), op.privacy, self._client._policy,  # noqa: SLF001
+                                   self._client._detectors)  # noqa: SLF001
         last = after
         failures = 0
         refreshed = False
@@ -104,19 +112,21 @@ class Subscriptions:
         while True:
             if signal is not None:
                 signal.throw_if_aborted()
-            if token is None and self._tokens is not None:
+            if token is None and self._tokens is not None:  # a fresh token per connect (unless just refreshed)
                 token = await self._tokens.get_token()
             body_vars = dict(gated.variables)
             if last is not None:
                 body_vars[cursor_variable] = last
-            headers = {"content-type": "application/json", "accept": EVENT_STREAM}
+            headers = {**self._headers, "content-type": "application/json", "accept": EVENT_STREAM}
             if token is not None:
                 headers["authorization"] = f"Bearer {token}"
+            token = None
             body = to_json({"query": op.document, "operationName": op.name, "variables": body_vars})
             error: Optional[AgentGraphError] = None
             delivered = False
             try:
-                async with self._http.stream("POST", self._url, content=body.encode(), headers=headers) as response:
+                async with self._http.stream("POST", self._url, content=body.encode(), headers=headers,
+                                             timeout=None) as response:
                     ctype = response.headers.get("content-type", "").lower()
                     if response.status_code != 200 or not ctype.startswith(EVENT_STREAM):
                         text = (await response.aread()).decode("utf-8", errors="replace")
@@ -160,6 +170,7 @@ class Subscriptions:
                             last = seq
                             delivered = True
                             failures = 0
+                            refreshed = False  # progress: a later UNAUTHENTICATED may refresh again
                             if verify is None:
                                 yield SubscriptionItem("event", seq, event)
                                 continue

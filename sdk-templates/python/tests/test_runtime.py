@@ -26,6 +26,7 @@ from agentgraph_runtime.codec import decode, encode
 from agentgraph_runtime.inbox import Inbox, SqliteInboxStore
 from agentgraph_runtime.intents import SqliteReplayCache
 from agentgraph_runtime.outbox import Outbox, SqliteOutboxStore, client_send
+from agentgraph_runtime.privacy import PrivacyPolicy
 from agentgraph_runtime.retry_after import parse_retry_after
 from agentgraph_runtime.sse import SseEvent, SseParser, SseRetry
 from agentgraph_runtime.subscriptions import Subscriptions
@@ -370,6 +371,55 @@ def test_subscription_resumes_after_a_drop_dedupes_verifies_and_ends_with_the_ty
     assert items[2].error is not None and items[2].error.code == "INTENT_FORGED_SIGNATURE"
     assert [b["variables"].get("afterSeq") for b in bodies] == [None, 2, 3]
     assert len(clock.sleeps) == 2 and random.consumed == 2  # one jittered wait per reconnect
+
+
+def test_client_subscriptions_use_the_clients_token_provider_headers_transport_and_policy() -> None:
+    seen: List[httpx.Request] = []
+    answers = [
+        httpx.Response(200, headers={"content-type": "text/event-stream"}, content=_sse({"seq": 1, "body": "a"})),
+        httpx.Response(200, headers={"content-type": "text/event-stream"}, content=_sse({"seq": 2, "body": "b"})),
+        httpx.Response(403, json={"errors": [{"message": "no", "extensions": {"code": "FORBIDDEN"}}]}),
+    ]
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        return answers.pop(0)
+
+    class Tokens:
+        issued = 0
+
+        async def get_token(self) -> str:
+            Tokens.issued += 1
+            return f"token-{Tokens.issued}"
+
+        async def refresh(self) -> str:
+            raise AssertionError("not asked")
+
+    sub = OperationSpec("MessagesAdded", SUB.document, "subscription", False,
+                        {"note": PrivacyRule("PERSONAL", False)})
+    items: List[Any] = []
+
+    async def run() -> None:
+        client = AgentGraphClient("https://api.test/graphql", ERROR_TABLE, transport=httpx.MockTransport(handler),
+                                  token_provider=Tokens(), headers={"x-app": "agent"}, clock=FakeClock(NOW),
+                                  random=ScriptedRandom([0.5, 0.5], "sub"),
+                                  privacy_policy=PrivacyPolicy(("PUBLIC", "INTERNAL", "PERSONAL")))
+        subs = client.subscriptions()
+        with pytest.raises(AgentGraphError) as caught:
+            async for item in subs.subscribe(sub, {"room": "r1", "note": "hi"}, select=lambda d: d["messageAdded"],
+                                             seq_of=lambda e: e["seq"], cursor_variable="afterSeq"):
+                items.append(item)
+        assert caught.value.code == "FORBIDDEN"
+        await subs.aclose()
+        await client.aclose()
+
+    asyncio.run(run())
+    assert [i.seq for i in items] == [1, 2]
+    assert [str(r.url) for r in seen] == ["https://api.test/graphql/stream"] * 3
+    # A fresh token from the client's provider on every connect and reconnect; the client's headers and policy.
+    assert [r.headers["authorization"] for r in seen] == ["Bearer token-1", "Bearer token-2", "Bearer token-3"]
+    assert [r.headers["x-app"] for r in seen] == ["agent"] * 3
+    assert json.loads(seen[0].content)["variables"] == {"room": "r1", "note": "hi"}
 
 
 def test_aborting_cancels_a_request_in_flight_with_abort_error() -> None:

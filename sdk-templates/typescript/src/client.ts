@@ -120,6 +120,9 @@ export interface ClientConnection {
   headers: Readonly<Record<string, string>>;
   clock: Clock;
   logger: Logger;
+  /** The privacy policy and detectors the client gates variables with (subscriptions gate theirs the same way). */
+  privacyPolicy: PrivacyPolicy;
+  detectors?: readonly Detector[];
 }
 
 export class AgentGraphClient {
@@ -153,7 +156,7 @@ export class AgentGraphClient {
     this.policy = options.privacyPolicy ?? DEFAULT_PRIVACY_POLICY;
   }
 
-  /** The endpoint, fetch, token provider, headers, clock and logger this client sends with. */
+  /** The endpoint, fetch, token provider, headers, clock, logger and privacy gate this client sends with. */
   get connection(): ClientConnection {
     return {
       baseUrl: this.options.baseUrl,
@@ -162,6 +165,8 @@ export class AgentGraphClient {
       headers: { ...this.options.headers },
       clock: this.clock,
       logger: this.logger,
+      privacyPolicy: this.policy,
+      ...(this.options.detectors ? { detectors: this.options.detectors } : {}),
     };
   }
 

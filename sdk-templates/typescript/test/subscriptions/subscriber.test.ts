@@ -477,7 +477,58 @@ describe('subscribe: auth and refusals', () => {
       ),
     ).toThrow(/not a subscription/);
     expect(() => subscriptions.subscribe(ROOM_MESSAGES, {}, {} as SubscribeOptions<Msg>)).toThrow(/resume/);
-    expect(() => createSubscriptions(client, {})).toThrow(/baseUrl/);
+  });
+
+  it("defaults to the client's endpoint, fetch, headers, clock, privacy policy and token provider", async () => {
+    const clock = new ManualClock();
+    const transport = new ScriptedFetch([stream([next(1)], 'close').response, stream([next(2)]).response]);
+    let issued = 0;
+    const client = new AgentGraphClient({
+      baseUrl: BASE,
+      errorTable,
+      fetch: transport.fetch,
+      clock,
+      random: () => 0.5,
+      headers: { 'x-app': 'console' },
+      tokenProvider: { getToken: async () => `token-${++issued}`, refresh: async () => 'refreshed' },
+      privacyPolicy: { allow: ['PUBLIC', 'INTERNAL', 'PERSONAL'] },
+    });
+    const op: SubscriptionSpec = {
+      ...ROOM_MESSAGES,
+      privacy: { note: { class: 'PERSONAL', required: false } },
+    };
+    const iterable = createSubscriptions(client).subscribe<Msg, undefined, StreamData>(
+      op,
+      { roomId: ROOM, note: 'hello' },
+      { resume: { cursorVariable: 'afterSeq', seqOf: (m) => m.seq }, select: (d) => d.roomMessages },
+    );
+    const iterator = iterable[Symbol.asyncIterator]();
+    expect((await drive(iterator.next(), clock)).value).toMatchObject({ seq: 1 });
+    expect((await drive(iterator.next(), clock)).value).toMatchObject({ seq: 2 }); // after a reconnect
+    await iterator.return?.();
+    expect(transport.streamRequests.map((r) => r.url)).toEqual([`${BASE}/stream`, `${BASE}/stream`]);
+    // A fresh token from the client's provider on every (re)connect, the client's headers, its policy (PERSONAL sent).
+    expect(transport.streamRequests.map((r) => r.headers['authorization'])).toEqual([
+      'Bearer token-1',
+      'Bearer token-2',
+    ]);
+    expect(transport.streamRequests.map((r) => r.headers['x-app'])).toEqual(['console', 'console']);
+    expect(transport.streamRequests[0]!.body).toMatchObject({ variables: { roomId: ROOM, note: 'hello' } });
+    expect(transport.streamRequests[1]!.body).toMatchObject({ variables: { afterSeq: 1 } });
+    // An explicit token provider still wins.
+    const own = new ScriptedFetch([stream([next(1)]).response]);
+    const explicitIterable = createSubscriptions(client, {
+      fetch: own.fetch,
+      tokenProvider: { getToken: async () => 'explicit', refresh: async () => 'explicit' },
+    }).subscribe<Msg, undefined, StreamData>(
+      ROOM_MESSAGES,
+      { roomId: ROOM },
+      { resume: { cursorVariable: 'afterSeq', seqOf: (m) => m.seq }, select: (d) => d.roomMessages },
+    );
+    const explicit = explicitIterable[Symbol.asyncIterator]();
+    expect((await drive(explicit.next(), clock)).value).toMatchObject({ seq: 1 });
+    await explicit.return?.();
+    expect(own.streamRequests[0]!.headers['authorization']).toBe('Bearer explicit');
   });
 });
 

@@ -11,7 +11,7 @@ import asyncio
 import json
 import random as _random
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator, Awaitable, Callable, Dict, Mapping, Optional, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Dict, Mapping, Optional, Protocol, Sequence
 
 import httpx
 from tenacity import AsyncRetrying, RetryCallState, stop_never
@@ -27,6 +27,9 @@ from .pagination import paginate
 from .privacy import DEFAULT_PRIVACY_POLICY, PrivacyPolicy, PrivacyRule, apply_privacy_gate
 from .retry import RetryDecision, RetryState, decide_retry
 from .settings import CAPABILITIES_DOCUMENT, EffectiveSettings, apply_capabilities, resolve_settings
+
+if TYPE_CHECKING:
+    from .subscriptions import Subscriptions
 
 GRAPHQL_RESPONSE_JSON = "application/graphql-response+json"
 ACCEPT = f"{GRAPHQL_RESPONSE_JSON}, application/json;q=0.9"
@@ -117,6 +120,14 @@ class AgentGraphClient:
         result = await self.execute(op, {})
         self.apply_capabilities(result.data["capabilities"])
         return result.data["capabilities"]
+
+    def subscriptions(self, **options: Any) -> "Subscriptions":
+        """The stream client for this client's subscriptions: the same endpoint (``<base_url>/stream``), token
+        provider (asked on every connect and reconnect), headers, HTTP client, clock, logger and privacy gate.
+        Keyword arguments (``stream_url``, ``token_provider``, ``idle_timeout_ms``, ...) override them."""
+        from .subscriptions import Subscriptions
+
+        return Subscriptions(self, **options)
 
     async def aclose(self) -> None:
         if self._owns_http:

@@ -36,12 +36,16 @@ public sealed record SubscriptionItem(string Type, long Seq, JsonNode Event, Age
 /// <c>&lt;BaseUrl&gt;/stream</c> with <c>Accept: text/event-stream</c> and the bearer token; each drop (end,
 /// <c>complete</c>, reset, idle timeout, retryable refusal) reconnects after the client's decorrelated-jitter backoff
 /// (a server wait replaces it, capped) with the resume variable set to the last sequence handled; duplicates and
-/// out-of-order events are dropped; UNAUTHENTICATED refreshes the token once; other refusals end the iteration with
-/// the typed error. (The TypeScript SDK's polling fallback is not ported yet.)
+/// out-of-order events are dropped; UNAUTHENTICATED refreshes the token once (again after progress); other refusals
+/// end the iteration with the typed error. The variables pass the client's privacy gate (policy and detectors) before
+/// anything is sent: a refused one throws <see cref="PrivacyException"/> (PRIVACY_REFUSED). The token provider is the
+/// client's unless one is given here, asked for a fresh token on every connect and reconnect; the client's extra
+/// headers go on every stream request. (The TypeScript SDK's polling fallback is not ported yet.)
 /// </summary>
 public sealed class SubscriptionClient(AgentGraphClient client, ITokenProvider? tokens = null, Func<double>? random = null)
 {
     private readonly Func<double> _random = random ?? Random.Shared.NextDouble;
+    private readonly ITokenProvider? _tokens = tokens ?? client.TokenProvider;
 
     /// <summary>The stream URL: the GraphQL endpoint + <c>/stream</c>.</summary>
     public Uri StreamUrl { get; } = new(client.BaseUrl.ToString().TrimEnd('/') + "/stream");
@@ -53,6 +57,10 @@ public sealed class SubscriptionClient(AgentGraphClient client, ITokenProvider? 
     {
         ArgumentNullException.ThrowIfNull(op);
         ArgumentNullException.ThrowIfNull(options);
+        // The privacy gate, before anything is sent (as ExecuteAsync does).
+        var gated = PrivacyGate.Apply(op.Name, variables ?? [], op.Privacy, client.PrivacyPolicy, client.Detectors);
+        if (gated.Dropped.Count > 0)
+            SdkLogEntry.Write(client.Logger, new SdkLogEntry { Event = "privacy-drop", Operation = op.Name, Kind = "subscription", Dropped = gated.Dropped });
         var settings = client.Settings.Retry;
         var time = client.TimeProvider;
         var last = options.After;
@@ -63,13 +71,16 @@ public sealed class SubscriptionClient(AgentGraphClient client, ITokenProvider? 
         for (; ; )
         {
             cancellationToken.ThrowIfCancellationRequested();
-            var vars = (JsonObject?)variables?.DeepClone() ?? [];
+            var vars = (JsonObject)gated.Variables.DeepClone();
             if (last is { } after) vars[options.CursorVariable] = after;
             var body = new JsonObject { ["query"] = op.Document, ["operationName"] = op.Name, ["variables"] = vars }.ToJsonString();
-            token ??= tokens is null ? null : await tokens.GetTokenAsync(cancellationToken).ConfigureAwait(false);
+            // A fresh token on every connect, unless the refresh just made one.
+            token ??= _tokens is null ? null : await _tokens.GetTokenAsync(cancellationToken).ConfigureAwait(false);
             using var request = new HttpRequestMessage(HttpMethod.Post, StreamUrl) { Content = new StringContent(body, Encoding.UTF8, "application/json") };
             request.Headers.Accept.Add(new MediaTypeWithQualityHeaderValue("text/event-stream"));
+            if (client.Headers is not null) foreach (var (k, v) in client.Headers) request.Headers.TryAddWithoutValidation(k, v);
             if (token is not null) request.Headers.TryAddWithoutValidation("authorization", $"Bearer {token}");
+            token = null;
             AgentGraphException? dropped = null;
             var delivered = false;
             HttpResponseMessage? response = null;
@@ -95,10 +106,10 @@ public sealed class SubscriptionClient(AgentGraphClient client, ITokenProvider? 
                 var headers = response.Headers.Concat(response.Content.Headers).ToDictionary(h => h.Key.ToLowerInvariant(), h => string.Join(", ", h.Value));
                 var refusal = Classify.ErrorFromAnswer(client.Errors, new HttpAnswer((int)response.StatusCode, headers, parsed, text.Length), Clock.NowMs(time));
                 response.Dispose();
-                if (Classify.WantsTokenRefresh(refusal) && tokens is not null && !refreshed)
+                if (Classify.WantsTokenRefresh(refusal) && _tokens is not null && !refreshed)
                 {
                     refreshed = true;
-                    token = await tokens.RefreshAsync(cancellationToken).ConfigureAwait(false);
+                    token = await _tokens.RefreshAsync(cancellationToken).ConfigureAwait(false);
                     continue;
                 }
                 if (!refusal.Retryable) throw refusal;
@@ -139,6 +150,7 @@ public sealed class SubscriptionClient(AgentGraphClient client, ITokenProvider? 
                             last = seq;
                             delivered = true;
                             failures = 0;
+                            refreshed = false; // progress: a later UNAUTHENTICATED may refresh again
                             AgentGraphException? rejected = null;
                             if (options.Verify is not null)
                             {

@@ -102,6 +102,27 @@ public sealed class AgentGraphClient : IDisposable
     /// <summary>The HTTP client (streams share it).</summary>
     internal HttpClient Http => _http;
 
+    /// <summary>The token provider the client was built with (subscriptions default to it).</summary>
+    internal ITokenProvider? TokenProvider => _options.TokenProvider;
+
+    /// <summary>Extra headers on every request (streams send them too; never logged).</summary>
+    internal IReadOnlyDictionary<string, string>? Headers => _options.Headers;
+
+    /// <summary>The privacy policy and detectors the gate applies (to subscription variables too).</summary>
+    internal PrivacyPolicy PrivacyPolicy => _policy;
+
+    internal IReadOnlyList<Detector>? Detectors => _options.Detectors;
+
+    /// <summary>The metadata-only logger.</summary>
+    internal ILogger Logger => _logger;
+
+    /// <summary>
+    /// A stream client for this client's subscriptions: the same endpoint (<c>&lt;BaseUrl&gt;/stream</c>), HTTP client,
+    /// headers, privacy gate and token provider (asked for a token on every connect and reconnect). A token provider
+    /// given here wins over the client's.
+    /// </summary>
+    public Subscriptions.SubscriptionClient CreateSubscriptionClient(ITokenProvider? tokens = null) => new(this, tokens);
+
     /// <summary>Applies the server's capabilities.</summary>
     public void ApplyCapabilities(Capabilities capabilities) => Settings = Settings.Apply(capabilities);
 

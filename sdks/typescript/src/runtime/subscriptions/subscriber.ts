@@ -53,12 +53,13 @@ export const DEFAULT_STREAM_RETRY_MS = 30_000;
 export const DEFAULT_POLL_INTERVAL_MS = 5_000;
 
 export interface SubscriptionsOptions {
-  /** The GraphQL endpoint; streams are at `<baseUrl>/stream` unless `streamUrl` says otherwise. */
+  /** The GraphQL endpoint (default: the client's); streams are at `<baseUrl>/stream` unless `streamUrl` says otherwise. */
   baseUrl?: string;
   streamUrl?: string;
   fetch?: FetchLike;
-  /** Extra headers on every stream request (not logged). */
+  /** Extra headers on every stream request (not logged; default: the client's). */
   headers?: Record<string, string>;
+  /** Asked for a token on every (re)connect (default: the client's token provider). */
   tokenProvider?: TokenProvider;
   clock?: Clock;
   /** Random numbers in [0, 1) for the backoff jitter (default Math.random). */
@@ -95,17 +96,28 @@ function positive(name: string, value: number | undefined, fallback: number): nu
 
 /**
  * Subscriptions for a client: polls go through `client.execute` (its retries, errors and privacy gate), the error
- * table and retry settings are the client's; the stream transport takes the same fetch/token/clock/random the
- * client was given.
+ * table and retry settings are the client's. Every option defaults to the client's own (`client.connection`): the
+ * stream URL is `<client baseUrl>/stream`, and the fetch, extra headers, token provider, clock, privacy policy and
+ * detectors are the ones the client was built with, so `createSubscriptions(sdk.client)` subscribes as the client's
+ * caller, asking its token provider for a token on every (re)connect. An option given here wins.
  */
-export function createSubscriptions(client: AgentGraphClient, options: SubscriptionsOptions): Subscriptions {
-  const base = options.streamUrl ?? (options.baseUrl ? streamUrlFor(options.baseUrl) : undefined);
-  if (!base) {
-    throw new TypeError(
-      'createSubscriptions: give baseUrl (the GraphQL endpoint; streams are at <baseUrl>/stream) or streamUrl.',
-    );
-  }
-  const streamUrl = base;
+export function createSubscriptions(
+  client: AgentGraphClient,
+  options: SubscriptionsOptions = {},
+): Subscriptions {
+  const conn = client.connection;
+  const tokenProvider = options.tokenProvider ?? conn.tokenProvider;
+  const detectors = options.detectors ?? conn.detectors;
+  const resolved: SubscriptionsOptions = {
+    ...options,
+    fetch: options.fetch ?? conn.fetch,
+    headers: options.headers ?? conn.headers,
+    clock: options.clock ?? conn.clock,
+    privacyPolicy: options.privacyPolicy ?? conn.privacyPolicy,
+    ...(tokenProvider ? { tokenProvider } : {}),
+    ...(detectors ? { detectors } : {}),
+  };
+  const streamUrl = options.streamUrl ?? streamUrlFor(options.baseUrl ?? conn.baseUrl);
   return {
     subscribe<TEvent, TVerified = undefined, TData = unknown>(
       op: SubscriptionSpec,
@@ -126,7 +138,7 @@ export function createSubscriptions(client: AgentGraphClient, options: Subscript
         [Symbol.asyncIterator]: () =>
           new SubscriptionRun<TEvent, TVerified, TData>(
             client,
-            options,
+            resolved,
             streamUrl,
             op,
             variables,
