@@ -2,7 +2,7 @@
 """Enums, inputs and operation results of the AgentGraph API, as dataclasses."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field as _field
 from enum import Enum
 from typing import Any, Dict, List, Optional
 
@@ -166,8 +166,8 @@ class AgentAddressInput:
 
     Privacy classes: deviceId: INTERNAL, userId: INTERNAL.
     """
-    deviceId: Optional[str] = field(default=None)
-    userId: Optional[str] = field(default=None)
+    deviceId: Optional[str] = _field(default=None)
+    userId: Optional[str] = _field(default=None)
 
 
 @dataclass
@@ -179,8 +179,8 @@ class CreateIntentInput:
     deviceId: str
     action: str
     expiresInSeconds: int
-    params: Optional[str] = field(default=None)
-    executionTimeoutSeconds: Optional[int] = field(default=None)
+    params: Optional[str] = _field(default=None)
+    executionTimeoutSeconds: Optional[int] = _field(default=None)
 
 
 @dataclass
@@ -191,7 +191,7 @@ class CreatePluginInput:
     """
     name: str
     displayName: str
-    description: Optional[str] = field(default=None)
+    description: Optional[str] = _field(default=None)
 
 
 @dataclass
@@ -210,8 +210,8 @@ class CreateWorkspaceInput:
     Privacy classes: name: INTERNAL, secretPolicy: INTERNAL, embeddingDimensions: INTERNAL.
     """
     name: str
-    secretPolicy: Optional["SecretPolicy"] = field(default=None)
-    embeddingDimensions: Optional[int] = field(default=None)
+    secretPolicy: Optional["SecretPolicy"] = _field(default=None)
+    embeddingDimensions: Optional[int] = _field(default=None)
 
 
 @dataclass
@@ -229,10 +229,10 @@ class MemoryRecordFilterInput:
 
     Privacy classes: kind: INTERNAL, tag: INTERNAL, authorId: INTERNAL, updatedSince: INTERNAL.
     """
-    kind: Optional[str] = field(default=None)
-    tag: Optional[str] = field(default=None)
-    authorId: Optional[str] = field(default=None)
-    updatedSince: Optional[DateTime] = field(default=None)
+    kind: Optional[str] = _field(default=None)
+    tag: Optional[str] = _field(default=None)
+    authorId: Optional[str] = _field(default=None)
+    updatedSince: Optional[DateTime] = _field(default=None)
 
 
 @dataclass
@@ -241,10 +241,10 @@ class MemorySearchInput:
 
     Privacy classes: text: PERSONAL, embedding: PERSONAL, textWeight: INTERNAL, filter: INTERNAL.
     """
-    text: Optional[str] = field(default=None)
-    embedding: Optional[List[float]] = field(default=None)
-    textWeight: Optional[float] = field(default=None)
-    filter: Optional["MemoryRecordFilterInput"] = field(default=None)
+    text: Optional[str] = _field(default=None)
+    embedding: Optional[List[float]] = _field(default=None)
+    textWeight: Optional[float] = _field(default=None)
+    filter: Optional["MemoryRecordFilterInput"] = _field(default=None)
 
 
 @dataclass
@@ -275,11 +275,11 @@ class PutMemoriesRecordInput:
     workspaceId: str
     kind: str
     content: str
-    expectedVersion: Optional[int] = field(default=None)
-    tags: Optional[List[str]] = field(default=None)
-    metadata: Optional[str] = field(default=None)
-    embedding: Optional[List[float]] = field(default=None)
-    expiresAt: Optional[DateTime] = field(default=None)
+    expectedVersion: Optional[int] = _field(default=None)
+    tags: Optional[List[str]] = _field(default=None)
+    metadata: Optional[str] = _field(default=None)
+    embedding: Optional[List[float]] = _field(default=None)
+    expiresAt: Optional[DateTime] = _field(default=None)
 
 
 @dataclass
@@ -291,10 +291,10 @@ class PutMemoryInput:
     workspaceId: str
     kind: str
     content: str
-    tags: Optional[List[str]] = field(default=None)
-    metadata: Optional[str] = field(default=None)
-    embedding: Optional[List[float]] = field(default=None)
-    expiresAt: Optional[DateTime] = field(default=None)
+    tags: Optional[List[str]] = _field(default=None)
+    metadata: Optional[str] = _field(default=None)
+    embedding: Optional[List[float]] = _field(default=None)
+    expiresAt: Optional[DateTime] = _field(default=None)
 
 
 @dataclass
@@ -314,11 +314,11 @@ class SendAgentMessageInput:
     Privacy classes: to: INTERNAL, body: PERSONAL, contentType: PUBLIC, correlationId: INTERNAL, replyTo: INTERNAL, expiresInSeconds: PUBLIC.
     """
     body: str
-    to: Optional["AgentAddressInput"] = field(default=None)
-    contentType: Optional[str] = field(default=None)
-    correlationId: Optional[str] = field(default=None)
-    replyTo: Optional[str] = field(default=None)
-    expiresInSeconds: Optional[int] = field(default=None)
+    to: Optional["AgentAddressInput"] = _field(default=None)
+    contentType: Optional[str] = _field(default=None)
+    correlationId: Optional[str] = _field(default=None)
+    replyTo: Optional[str] = _field(default=None)
+    expiresInSeconds: Optional[int] = _field(default=None)
 
 
 @dataclass
@@ -348,12 +348,12 @@ class AcknowledgeAgentMessageDataAcknowledgeAgentMessageMessage:
     id: str
     seq: int
     state: "AgentMessageState"
-    failureReason: Optional[str] = field(default=None)
-    deliveredAt: Optional[DateTime] = field(default=None)
-    readAt: Optional[DateTime] = field(default=None)
-    handledAt: Optional[DateTime] = field(default=None)
-    acknowledgedAt: Optional[DateTime] = field(default=None)
-    failedAt: Optional[DateTime] = field(default=None)
+    failureReason: Optional[str] = _field(default=None)
+    deliveredAt: Optional[DateTime] = _field(default=None)
+    readAt: Optional[DateTime] = _field(default=None)
+    handledAt: Optional[DateTime] = _field(default=None)
+    acknowledgedAt: Optional[DateTime] = _field(default=None)
+    failedAt: Optional[DateTime] = _field(default=None)
 
 
 @dataclass
@@ -404,7 +404,7 @@ class AgentInboxDataAgentInbox:
 class AgentInboxDataAgentInboxPageInfo:
     """A PageInfo as AgentInboxDataAgentInboxPageInfo selects it."""
     hasNextPage: bool
-    endCursor: Optional[str] = field(default=None)
+    endCursor: Optional[str] = _field(default=None)
 
 
 @dataclass
@@ -423,10 +423,10 @@ class AgentInboxDataAgentInboxEdgesNode:
     contentType: str
     state: "AgentMessageState"
     createdAt: DateTime
-    from_: "AgentInboxDataAgentInboxEdgesNodeFrom" = field(metadata={"graphql": "from"})
-    correlationId: Optional[str] = field(default=None)
-    expiresAt: Optional[DateTime] = field(default=None)
-    replyTo: Optional["AgentInboxDataAgentInboxEdgesNodeReplyTo"] = field(default=None)
+    from_: "AgentInboxDataAgentInboxEdgesNodeFrom" = _field(metadata={"graphql": "from"})
+    correlationId: Optional[str] = _field(default=None)
+    expiresAt: Optional[DateTime] = _field(default=None)
+    replyTo: Optional["AgentInboxDataAgentInboxEdgesNodeReplyTo"] = _field(default=None)
 
 
 @dataclass
@@ -439,14 +439,14 @@ class AgentInboxDataAgentInboxEdgesNodeReplyTo:
 class AgentInboxDataAgentInboxEdgesNodeFrom:
     """A AgentAddress as AgentInboxDataAgentInboxEdgesNodeFrom selects it."""
     kind: "AgentAddressKind"
-    deviceId: Optional[str] = field(default=None)
-    userId: Optional[str] = field(default=None)
+    deviceId: Optional[str] = _field(default=None)
+    userId: Optional[str] = _field(default=None)
 
 
 @dataclass
 class AgentMessageData:
     """A Query as AgentMessageData selects it."""
-    agentMessage: Optional["AgentMessageDataAgentMessage"] = field(default=None)
+    agentMessage: Optional["AgentMessageDataAgentMessage"] = _field(default=None)
 
 
 @dataclass
@@ -458,17 +458,17 @@ class AgentMessageDataAgentMessage:
     contentType: str
     state: "AgentMessageState"
     createdAt: DateTime
-    from_: "AgentMessageDataAgentMessageFrom" = field(metadata={"graphql": "from"})
+    from_: "AgentMessageDataAgentMessageFrom" = _field(metadata={"graphql": "from"})
     to: "AgentMessageDataAgentMessageTo"
-    correlationId: Optional[str] = field(default=None)
-    failureReason: Optional[str] = field(default=None)
-    expiresAt: Optional[DateTime] = field(default=None)
-    deliveredAt: Optional[DateTime] = field(default=None)
-    readAt: Optional[DateTime] = field(default=None)
-    handledAt: Optional[DateTime] = field(default=None)
-    acknowledgedAt: Optional[DateTime] = field(default=None)
-    failedAt: Optional[DateTime] = field(default=None)
-    replyTo: Optional["AgentMessageDataAgentMessageReplyTo"] = field(default=None)
+    correlationId: Optional[str] = _field(default=None)
+    failureReason: Optional[str] = _field(default=None)
+    expiresAt: Optional[DateTime] = _field(default=None)
+    deliveredAt: Optional[DateTime] = _field(default=None)
+    readAt: Optional[DateTime] = _field(default=None)
+    handledAt: Optional[DateTime] = _field(default=None)
+    acknowledgedAt: Optional[DateTime] = _field(default=None)
+    failedAt: Optional[DateTime] = _field(default=None)
+    replyTo: Optional["AgentMessageDataAgentMessageReplyTo"] = _field(default=None)
 
 
 @dataclass
@@ -481,16 +481,16 @@ class AgentMessageDataAgentMessageReplyTo:
 class AgentMessageDataAgentMessageTo:
     """A AgentAddress as AgentMessageDataAgentMessageTo selects it."""
     kind: "AgentAddressKind"
-    deviceId: Optional[str] = field(default=None)
-    userId: Optional[str] = field(default=None)
+    deviceId: Optional[str] = _field(default=None)
+    userId: Optional[str] = _field(default=None)
 
 
 @dataclass
 class AgentMessageDataAgentMessageFrom:
     """A AgentAddress as AgentMessageDataAgentMessageFrom selects it."""
     kind: "AgentAddressKind"
-    deviceId: Optional[str] = field(default=None)
-    userId: Optional[str] = field(default=None)
+    deviceId: Optional[str] = _field(default=None)
+    userId: Optional[str] = _field(default=None)
 
 
 @dataclass
@@ -540,10 +540,10 @@ class ApproveDeviceAuthorizationDataApproveDeviceAuthorizationDevice:
     remoteActionsEnabled: bool
     owner: "ApproveDeviceAuthorizationDataApproveDeviceAuthorizationDeviceOwner"
     createdAt: DateTime
-    enrolledAt: Optional[DateTime] = field(default=None)
-    revokedAt: Optional[DateTime] = field(default=None)
-    keyThumbprint: Optional[str] = field(default=None)
-    publicJwk: Optional[str] = field(default=None)
+    enrolledAt: Optional[DateTime] = _field(default=None)
+    revokedAt: Optional[DateTime] = _field(default=None)
+    keyThumbprint: Optional[str] = _field(default=None)
+    publicJwk: Optional[str] = _field(default=None)
 
 
 @dataclass
@@ -572,8 +572,8 @@ class ApproveReleaseDataApproveReleaseRelease:
     """A Release as ApproveReleaseDataApproveReleaseRelease selects it."""
     id: str
     state: "ReleaseState"
-    channel: Optional["Channel"] = field(default=None)
-    targetPath: Optional[str] = field(default=None)
+    channel: Optional["Channel"] = _field(default=None)
+    targetPath: Optional[str] = _field(default=None)
 
 
 @dataclass
@@ -601,7 +601,7 @@ class CancelIntentDataCancelIntentIntent:
     createdAt: DateTime
     expiresAt: DateTime
     jws: str
-    executionDeadline: Optional[DateTime] = field(default=None)
+    executionDeadline: Optional[DateTime] = _field(default=None)
 
 
 @dataclass
@@ -622,10 +622,10 @@ class CancelIntentDataCancelIntentIntentDevice:
     status: "DeviceStatus"
     remoteActionsEnabled: bool
     createdAt: DateTime
-    enrolledAt: Optional[DateTime] = field(default=None)
-    revokedAt: Optional[DateTime] = field(default=None)
-    keyThumbprint: Optional[str] = field(default=None)
-    publicJwk: Optional[str] = field(default=None)
+    enrolledAt: Optional[DateTime] = _field(default=None)
+    revokedAt: Optional[DateTime] = _field(default=None)
+    keyThumbprint: Optional[str] = _field(default=None)
+    publicJwk: Optional[str] = _field(default=None)
 
 
 @dataclass
@@ -710,7 +710,7 @@ class CreateIntentDataCreateIntentIntent:
     createdAt: DateTime
     expiresAt: DateTime
     jws: str
-    executionDeadline: Optional[DateTime] = field(default=None)
+    executionDeadline: Optional[DateTime] = _field(default=None)
 
 
 @dataclass
@@ -731,10 +731,10 @@ class CreateIntentDataCreateIntentIntentDevice:
     status: "DeviceStatus"
     remoteActionsEnabled: bool
     createdAt: DateTime
-    enrolledAt: Optional[DateTime] = field(default=None)
-    revokedAt: Optional[DateTime] = field(default=None)
-    keyThumbprint: Optional[str] = field(default=None)
-    publicJwk: Optional[str] = field(default=None)
+    enrolledAt: Optional[DateTime] = _field(default=None)
+    revokedAt: Optional[DateTime] = _field(default=None)
+    keyThumbprint: Optional[str] = _field(default=None)
+    publicJwk: Optional[str] = _field(default=None)
 
 
 @dataclass
@@ -808,7 +808,7 @@ class CreateWorkspaceDataCreateWorkspaceWorkspace:
     name: str
     createdAt: DateTime
     secretPolicy: "SecretPolicy"
-    embeddingDimensions: Optional[int] = field(default=None)
+    embeddingDimensions: Optional[int] = _field(default=None)
 
 
 @dataclass
@@ -832,11 +832,11 @@ class DeclareReleaseDataDeclareReleaseRelease:
     state: "ReleaseState"
     createdBy: "DeclareReleaseDataDeclareReleaseReleaseCreatedBy"
     createdAt: DateTime
-    stateReason: Optional[str] = field(default=None)
-    package: Optional["DeclareReleaseDataDeclareReleaseReleasePackage"] = field(default=None)
-    channel: Optional["Channel"] = field(default=None)
-    targetPath: Optional[str] = field(default=None)
-    analysis: Optional["DeclareReleaseDataDeclareReleaseReleaseAnalysis"] = field(default=None)
+    stateReason: Optional[str] = _field(default=None)
+    package: Optional["DeclareReleaseDataDeclareReleaseReleasePackage"] = _field(default=None)
+    channel: Optional["Channel"] = _field(default=None)
+    targetPath: Optional[str] = _field(default=None)
+    analysis: Optional["DeclareReleaseDataDeclareReleaseReleaseAnalysis"] = _field(default=None)
 
 
 @dataclass
@@ -844,12 +844,12 @@ class DeclareReleaseDataDeclareReleaseReleaseAnalysis:
     """A AnalysisReport as DeclareReleaseDataDeclareReleaseReleaseAnalysis selects it."""
     state: "AnalysisState"
     attempts: int
-    verdict: Optional["AnalysisVerdict"] = field(default=None)
-    reason: Optional[str] = field(default=None)
-    startedAt: Optional[DateTime] = field(default=None)
-    finishedAt: Optional[DateTime] = field(default=None)
-    envelope: Optional[str] = field(default=None)
-    keyId: Optional[str] = field(default=None)
+    verdict: Optional["AnalysisVerdict"] = _field(default=None)
+    reason: Optional[str] = _field(default=None)
+    startedAt: Optional[DateTime] = _field(default=None)
+    finishedAt: Optional[DateTime] = _field(default=None)
+    envelope: Optional[str] = _field(default=None)
+    keyId: Optional[str] = _field(default=None)
 
 
 @dataclass
@@ -920,7 +920,7 @@ class DenyDeviceAuthorizationDataDenyDeviceAuthorization:
 @dataclass
 class DeviceData:
     """A Query as DeviceData selects it."""
-    device: Optional["DeviceDataDevice"] = field(default=None)
+    device: Optional["DeviceDataDevice"] = _field(default=None)
 
 
 @dataclass
@@ -933,10 +933,10 @@ class DeviceDataDevice:
     remoteActionsEnabled: bool
     owner: "DeviceDataDeviceOwner"
     createdAt: DateTime
-    enrolledAt: Optional[DateTime] = field(default=None)
-    revokedAt: Optional[DateTime] = field(default=None)
-    keyThumbprint: Optional[str] = field(default=None)
-    publicJwk: Optional[str] = field(default=None)
+    enrolledAt: Optional[DateTime] = _field(default=None)
+    revokedAt: Optional[DateTime] = _field(default=None)
+    keyThumbprint: Optional[str] = _field(default=None)
+    publicJwk: Optional[str] = _field(default=None)
 
 
 @dataclass
@@ -951,7 +951,7 @@ class DeviceDataDeviceOwner:
 @dataclass
 class DeviceAuthorizationData:
     """A Query as DeviceAuthorizationData selects it."""
-    deviceAuthorization: Optional["DeviceAuthorizationDataDeviceAuthorization"] = field(default=None)
+    deviceAuthorization: Optional["DeviceAuthorizationDataDeviceAuthorization"] = _field(default=None)
 
 
 @dataclass
@@ -984,7 +984,7 @@ class DeviceIntentsDataDeviceIntents:
 class DeviceIntentsDataDeviceIntentsPageInfo:
     """A PageInfo as DeviceIntentsDataDeviceIntentsPageInfo selects it."""
     hasNextPage: bool
-    endCursor: Optional[str] = field(default=None)
+    endCursor: Optional[str] = _field(default=None)
 
 
 @dataclass
@@ -1007,7 +1007,7 @@ class DeviceIntentsDataDeviceIntentsEdgesNode:
     createdAt: DateTime
     expiresAt: DateTime
     jws: str
-    executionDeadline: Optional[DateTime] = field(default=None)
+    executionDeadline: Optional[DateTime] = _field(default=None)
 
 
 @dataclass
@@ -1029,10 +1029,10 @@ class DeviceIntentsDataDeviceIntentsEdgesNodeDevice:
     remoteActionsEnabled: bool
     owner: "DeviceIntentsDataDeviceIntentsEdgesNodeDeviceOwner"
     createdAt: DateTime
-    enrolledAt: Optional[DateTime] = field(default=None)
-    revokedAt: Optional[DateTime] = field(default=None)
-    keyThumbprint: Optional[str] = field(default=None)
-    publicJwk: Optional[str] = field(default=None)
+    enrolledAt: Optional[DateTime] = _field(default=None)
+    revokedAt: Optional[DateTime] = _field(default=None)
+    keyThumbprint: Optional[str] = _field(default=None)
+    publicJwk: Optional[str] = _field(default=None)
 
 
 @dataclass
@@ -1063,7 +1063,7 @@ class DeviceIntentsSubscriptionDataDeviceIntents:
     createdAt: DateTime
     expiresAt: DateTime
     jws: str
-    executionDeadline: Optional[DateTime] = field(default=None)
+    executionDeadline: Optional[DateTime] = _field(default=None)
 
 
 @dataclass
@@ -1101,7 +1101,7 @@ class DevicesDataTenantDevices:
 class DevicesDataTenantDevicesPageInfo:
     """A PageInfo as DevicesDataTenantDevicesPageInfo selects it."""
     hasNextPage: bool
-    endCursor: Optional[str] = field(default=None)
+    endCursor: Optional[str] = _field(default=None)
 
 
 @dataclass
@@ -1121,9 +1121,9 @@ class DevicesDataTenantDevicesEdgesNode:
     remoteActionsEnabled: bool
     owner: "DevicesDataTenantDevicesEdgesNodeOwner"
     createdAt: DateTime
-    enrolledAt: Optional[DateTime] = field(default=None)
-    revokedAt: Optional[DateTime] = field(default=None)
-    keyThumbprint: Optional[str] = field(default=None)
+    enrolledAt: Optional[DateTime] = _field(default=None)
+    revokedAt: Optional[DateTime] = _field(default=None)
+    keyThumbprint: Optional[str] = _field(default=None)
 
 
 @dataclass
@@ -1143,8 +1143,8 @@ class EmergencyStopData:
 class EmergencyStopDataEmergencyStop:
     """A EmergencyStopStatus as EmergencyStopDataEmergencyStop selects it."""
     engaged: bool
-    tenant: Optional["EmergencyStopDataEmergencyStopTenant"] = field(default=None)
-    global_: Optional["EmergencyStopDataEmergencyStopGlobal"] = field(default=None, metadata={"graphql": "global"})
+    tenant: Optional["EmergencyStopDataEmergencyStopTenant"] = _field(default=None)
+    global_: Optional["EmergencyStopDataEmergencyStopGlobal"] = _field(default=None, metadata={"graphql": "global"})
 
 
 @dataclass
@@ -1181,8 +1181,8 @@ class EngageEmergencyStopDataEngageEmergencyStop:
 class EngageEmergencyStopDataEngageEmergencyStopStatus:
     """A EmergencyStopStatus as EngageEmergencyStopDataEngageEmergencyStopStatus selects it."""
     engaged: bool
-    tenant: Optional["EngageEmergencyStopDataEngageEmergencyStopStatusTenant"] = field(default=None)
-    global_: Optional["EngageEmergencyStopDataEngageEmergencyStopStatusGlobal"] = field(default=None, metadata={"graphql": "global"})
+    tenant: Optional["EngageEmergencyStopDataEngageEmergencyStopStatusTenant"] = _field(default=None)
+    global_: Optional["EngageEmergencyStopDataEngageEmergencyStopStatusGlobal"] = _field(default=None, metadata={"graphql": "global"})
 
 
 @dataclass
@@ -1221,7 +1221,7 @@ class EraseTenantMemoryDataEraseTenantMemory:
 @dataclass
 class IntentData:
     """A Query as IntentData selects it."""
-    intent: Optional["IntentDataIntent"] = field(default=None)
+    intent: Optional["IntentDataIntent"] = _field(default=None)
 
 
 @dataclass
@@ -1237,7 +1237,7 @@ class IntentDataIntent:
     createdAt: DateTime
     expiresAt: DateTime
     jws: str
-    executionDeadline: Optional[DateTime] = field(default=None)
+    executionDeadline: Optional[DateTime] = _field(default=None)
 
 
 @dataclass
@@ -1259,10 +1259,10 @@ class IntentDataIntentDevice:
     remoteActionsEnabled: bool
     owner: "IntentDataIntentDeviceOwner"
     createdAt: DateTime
-    enrolledAt: Optional[DateTime] = field(default=None)
-    revokedAt: Optional[DateTime] = field(default=None)
-    keyThumbprint: Optional[str] = field(default=None)
-    publicJwk: Optional[str] = field(default=None)
+    enrolledAt: Optional[DateTime] = _field(default=None)
+    revokedAt: Optional[DateTime] = _field(default=None)
+    keyThumbprint: Optional[str] = _field(default=None)
+    publicJwk: Optional[str] = _field(default=None)
 
 
 @dataclass
@@ -1288,19 +1288,19 @@ class IntentUpdatesDataIntentUpdates:
     state: "IntentState"
     at: DateTime
     actor: str
-    reason: Optional[str] = field(default=None)
-    origin: Optional["IntentUpdatesDataIntentUpdatesOrigin"] = field(default=None)
+    reason: Optional[str] = _field(default=None)
+    origin: Optional["IntentUpdatesDataIntentUpdatesOrigin"] = _field(default=None)
 
 
 @dataclass
 class IntentUpdatesDataIntentUpdatesOrigin:
     """A RequestOrigin as IntentUpdatesDataIntentUpdatesOrigin selects it."""
-    ip: Optional[str] = field(default=None)
-    forwardedFor: Optional[str] = field(default=None)
-    userAgent: Optional[str] = field(default=None)
-    clientId: Optional[str] = field(default=None)
-    deviceId: Optional[str] = field(default=None)
-    correlationId: Optional[str] = field(default=None)
+    ip: Optional[str] = _field(default=None)
+    forwardedFor: Optional[str] = _field(default=None)
+    userAgent: Optional[str] = _field(default=None)
+    clientId: Optional[str] = _field(default=None)
+    deviceId: Optional[str] = _field(default=None)
+    correlationId: Optional[str] = _field(default=None)
 
 
 @dataclass
@@ -1325,8 +1325,8 @@ class LiftEmergencyStopDataLiftEmergencyStop:
 class LiftEmergencyStopDataLiftEmergencyStopStatus:
     """A EmergencyStopStatus as LiftEmergencyStopDataLiftEmergencyStopStatus selects it."""
     engaged: bool
-    tenant: Optional["LiftEmergencyStopDataLiftEmergencyStopStatusTenant"] = field(default=None)
-    global_: Optional["LiftEmergencyStopDataLiftEmergencyStopStatusGlobal"] = field(default=None, metadata={"graphql": "global"})
+    tenant: Optional["LiftEmergencyStopDataLiftEmergencyStopStatusTenant"] = _field(default=None)
+    global_: Optional["LiftEmergencyStopDataLiftEmergencyStopStatusGlobal"] = _field(default=None, metadata={"graphql": "global"})
 
 
 @dataclass
@@ -1370,7 +1370,7 @@ class MembersDataTenantMembers:
 class MembersDataTenantMembersPageInfo:
     """A PageInfo as MembersDataTenantMembersPageInfo selects it."""
     hasNextPage: bool
-    endCursor: Optional[str] = field(default=None)
+    endCursor: Optional[str] = _field(default=None)
 
 
 @dataclass
@@ -1413,7 +1413,7 @@ class MemoryJobsDataMemoryJobs:
 class MemoryJobsDataMemoryJobsPageInfo:
     """A PageInfo as MemoryJobsDataMemoryJobsPageInfo selects it."""
     hasNextPage: bool
-    endCursor: Optional[str] = field(default=None)
+    endCursor: Optional[str] = _field(default=None)
 
 
 @dataclass
@@ -1434,13 +1434,13 @@ class MemoryJobsDataMemoryJobsEdgesNode:
     runAfter: DateTime
     createdAt: DateTime
     updatedAt: DateTime
-    lastError: Optional[str] = field(default=None)
+    lastError: Optional[str] = _field(default=None)
 
 
 @dataclass
 class MemoryRecordData:
     """A Query as MemoryRecordData selects it."""
-    memoryRecord: Optional["MemoryRecordDataMemoryRecord"] = field(default=None)
+    memoryRecord: Optional["MemoryRecordDataMemoryRecord"] = _field(default=None)
 
 
 @dataclass
@@ -1456,8 +1456,8 @@ class MemoryRecordDataMemoryRecord:
     updatedAt: DateTime
     author: "MemoryRecordDataMemoryRecordAuthor"
     workspace: "MemoryRecordDataMemoryRecordWorkspace"
-    embedding: Optional[List[float]] = field(default=None)
-    expiresAt: Optional[DateTime] = field(default=None)
+    embedding: Optional[List[float]] = _field(default=None)
+    expiresAt: Optional[DateTime] = _field(default=None)
 
 
 @dataclass
@@ -1489,10 +1489,10 @@ class OnAgentMessageDataAgentMessages:
     contentType: str
     state: "AgentMessageState"
     createdAt: DateTime
-    from_: "OnAgentMessageDataAgentMessagesFrom" = field(metadata={"graphql": "from"})
-    correlationId: Optional[str] = field(default=None)
-    expiresAt: Optional[DateTime] = field(default=None)
-    replyTo: Optional["OnAgentMessageDataAgentMessagesReplyTo"] = field(default=None)
+    from_: "OnAgentMessageDataAgentMessagesFrom" = _field(metadata={"graphql": "from"})
+    correlationId: Optional[str] = _field(default=None)
+    expiresAt: Optional[DateTime] = _field(default=None)
+    replyTo: Optional["OnAgentMessageDataAgentMessagesReplyTo"] = _field(default=None)
 
 
 @dataclass
@@ -1505,8 +1505,8 @@ class OnAgentMessageDataAgentMessagesReplyTo:
 class OnAgentMessageDataAgentMessagesFrom:
     """A AgentAddress as OnAgentMessageDataAgentMessagesFrom selects it."""
     kind: "AgentAddressKind"
-    deviceId: Optional[str] = field(default=None)
-    userId: Optional[str] = field(default=None)
+    deviceId: Optional[str] = _field(default=None)
+    userId: Optional[str] = _field(default=None)
 
 
 @dataclass
@@ -1534,7 +1534,7 @@ class OnRoomMessageDataRoomMessagesAuthor:
 @dataclass
 class PluginData:
     """A Query as PluginData selects it."""
-    plugin: Optional["PluginDataPlugin"] = field(default=None)
+    plugin: Optional["PluginDataPlugin"] = _field(default=None)
 
 
 @dataclass
@@ -1560,7 +1560,7 @@ class PluginDataPluginReleases:
 class PluginDataPluginReleasesPageInfo:
     """A PageInfo as PluginDataPluginReleasesPageInfo selects it."""
     hasNextPage: bool
-    endCursor: Optional[str] = field(default=None)
+    endCursor: Optional[str] = _field(default=None)
 
 
 @dataclass
@@ -1578,9 +1578,9 @@ class PluginDataPluginReleasesEdgesNode:
     state: "ReleaseState"
     createdAt: DateTime
     createdBy: "PluginDataPluginReleasesEdgesNodeCreatedBy"
-    stateReason: Optional[str] = field(default=None)
-    channel: Optional["Channel"] = field(default=None)
-    package: Optional["PluginDataPluginReleasesEdgesNodePackage"] = field(default=None)
+    stateReason: Optional[str] = _field(default=None)
+    channel: Optional["Channel"] = _field(default=None)
+    package: Optional["PluginDataPluginReleasesEdgesNodePackage"] = _field(default=None)
 
 
 @dataclass
@@ -1623,7 +1623,7 @@ class PluginsDataPlugins:
 class PluginsDataPluginsPageInfo:
     """A PageInfo as PluginsDataPluginsPageInfo selects it."""
     hasNextPage: bool
-    endCursor: Optional[str] = field(default=None)
+    endCursor: Optional[str] = _field(default=None)
 
 
 @dataclass
@@ -1699,8 +1699,8 @@ class PromoteReleaseDataPromoteReleaseRelease:
     """A Release as PromoteReleaseDataPromoteReleaseRelease selects it."""
     id: str
     state: "ReleaseState"
-    channel: Optional["Channel"] = field(default=None)
-    targetPath: Optional[str] = field(default=None)
+    channel: Optional["Channel"] = _field(default=None)
+    targetPath: Optional[str] = _field(default=None)
 
 
 @dataclass
@@ -1722,9 +1722,9 @@ class PutMemoriesDataPutMemoriesEdges:
     """A PutMemoriesEdge as PutMemoriesDataPutMemoriesEdges selects it."""
     index: int
     id: str
-    created: Optional[bool] = field(default=None)
-    node: Optional["PutMemoriesDataPutMemoriesEdgesNode"] = field(default=None)
-    error: Optional["PutMemoriesDataPutMemoriesEdgesError"] = field(default=None)
+    created: Optional[bool] = _field(default=None)
+    node: Optional["PutMemoriesDataPutMemoriesEdgesNode"] = _field(default=None)
+    error: Optional["PutMemoriesDataPutMemoriesEdgesError"] = _field(default=None)
 
 
 @dataclass
@@ -1733,8 +1733,8 @@ class PutMemoriesDataPutMemoriesEdgesError:
     code: str
     message: str
     extensions: str
-    field: Optional[str] = field(default=None)
-    currentVersion: Optional[int] = field(default=None)
+    field: Optional[str] = _field(default=None)
+    currentVersion: Optional[int] = _field(default=None)
 
 
 @dataclass
@@ -1748,7 +1748,7 @@ class PutMemoriesDataPutMemoriesEdgesNode:
     updatedAt: DateTime
     author: "PutMemoriesDataPutMemoriesEdgesNodeAuthor"
     workspace: "PutMemoriesDataPutMemoriesEdgesNodeWorkspace"
-    expiresAt: Optional[DateTime] = field(default=None)
+    expiresAt: Optional[DateTime] = _field(default=None)
 
 
 @dataclass
@@ -1789,7 +1789,7 @@ class PutMemoryDataPutMemoryRecord:
     updatedAt: DateTime
     author: "PutMemoryDataPutMemoryRecordAuthor"
     workspace: "PutMemoryDataPutMemoryRecordWorkspace"
-    expiresAt: Optional[DateTime] = field(default=None)
+    expiresAt: Optional[DateTime] = _field(default=None)
 
 
 @dataclass
@@ -1807,7 +1807,7 @@ class PutMemoryDataPutMemoryRecordAuthor:
 @dataclass
 class RegisterDeviceData:
     """A Mutation as RegisterDeviceData selects it."""
-    registerDevice: Optional["RegisterDeviceDataRegisterDevice"] = field(default=None)
+    registerDevice: Optional["RegisterDeviceDataRegisterDevice"] = _field(default=None)
 
 
 @dataclass
@@ -1826,10 +1826,10 @@ class RegisterDeviceDataRegisterDeviceDevice:
     remoteActionsEnabled: bool
     owner: "RegisterDeviceDataRegisterDeviceDeviceOwner"
     createdAt: DateTime
-    enrolledAt: Optional[DateTime] = field(default=None)
-    revokedAt: Optional[DateTime] = field(default=None)
-    keyThumbprint: Optional[str] = field(default=None)
-    publicJwk: Optional[str] = field(default=None)
+    enrolledAt: Optional[DateTime] = _field(default=None)
+    revokedAt: Optional[DateTime] = _field(default=None)
+    keyThumbprint: Optional[str] = _field(default=None)
+    publicJwk: Optional[str] = _field(default=None)
 
 
 @dataclass
@@ -1858,13 +1858,13 @@ class RejectReleaseDataRejectReleaseRelease:
     """A Release as RejectReleaseDataRejectReleaseRelease selects it."""
     id: str
     state: "ReleaseState"
-    stateReason: Optional[str] = field(default=None)
+    stateReason: Optional[str] = _field(default=None)
 
 
 @dataclass
 class ReleaseData:
     """A Query as ReleaseData selects it."""
-    release: Optional["ReleaseDataRelease"] = field(default=None)
+    release: Optional["ReleaseDataRelease"] = _field(default=None)
 
 
 @dataclass
@@ -1875,11 +1875,11 @@ class ReleaseDataRelease:
     state: "ReleaseState"
     plugin: "ReleaseDataReleasePlugin"
     decisions: "ReleaseDataReleaseDecisions"
-    stateReason: Optional[str] = field(default=None)
-    channel: Optional["Channel"] = field(default=None)
-    targetPath: Optional[str] = field(default=None)
-    package: Optional["ReleaseDataReleasePackage"] = field(default=None)
-    analysis: Optional["ReleaseDataReleaseAnalysis"] = field(default=None)
+    stateReason: Optional[str] = _field(default=None)
+    channel: Optional["Channel"] = _field(default=None)
+    targetPath: Optional[str] = _field(default=None)
+    package: Optional["ReleaseDataReleasePackage"] = _field(default=None)
+    analysis: Optional["ReleaseDataReleaseAnalysis"] = _field(default=None)
 
 
 @dataclass
@@ -1893,7 +1893,7 @@ class ReleaseDataReleaseDecisions:
 class ReleaseDataReleaseDecisionsPageInfo:
     """A PageInfo as ReleaseDataReleaseDecisionsPageInfo selects it."""
     hasNextPage: bool
-    endCursor: Optional[str] = field(default=None)
+    endCursor: Optional[str] = _field(default=None)
 
 
 @dataclass
@@ -1908,9 +1908,9 @@ class ReleaseDataReleaseDecisionsEdgesNode:
     """A ReviewDecision as ReleaseDataReleaseDecisionsEdgesNode selects it."""
     action: "ReviewAction"
     at: DateTime
-    actor: Optional["ReleaseDataReleaseDecisionsEdgesNodeActor"] = field(default=None)
-    reason: Optional[str] = field(default=None)
-    channel: Optional["Channel"] = field(default=None)
+    actor: Optional["ReleaseDataReleaseDecisionsEdgesNodeActor"] = _field(default=None)
+    reason: Optional[str] = _field(default=None)
+    channel: Optional["Channel"] = _field(default=None)
 
 
 @dataclass
@@ -1925,12 +1925,12 @@ class ReleaseDataReleaseAnalysis:
     state: "AnalysisState"
     findings: "ReleaseDataReleaseAnalysisFindings"
     attempts: int
-    verdict: Optional["AnalysisVerdict"] = field(default=None)
-    reason: Optional[str] = field(default=None)
-    startedAt: Optional[DateTime] = field(default=None)
-    finishedAt: Optional[DateTime] = field(default=None)
-    envelope: Optional[str] = field(default=None)
-    keyId: Optional[str] = field(default=None)
+    verdict: Optional["AnalysisVerdict"] = _field(default=None)
+    reason: Optional[str] = _field(default=None)
+    startedAt: Optional[DateTime] = _field(default=None)
+    finishedAt: Optional[DateTime] = _field(default=None)
+    envelope: Optional[str] = _field(default=None)
+    keyId: Optional[str] = _field(default=None)
 
 
 @dataclass
@@ -1950,7 +1950,7 @@ class ReleaseDataReleaseAnalysisFindingsEdgesNode:
     """A AnalysisFinding as ReleaseDataReleaseAnalysisFindingsEdgesNode selects it."""
     rule: str
     message: str
-    path: Optional[str] = field(default=None)
+    path: Optional[str] = _field(default=None)
 
 
 @dataclass
@@ -2010,10 +2010,10 @@ class RenameDeviceDataRenameDeviceDevice:
     remoteActionsEnabled: bool
     owner: "RenameDeviceDataRenameDeviceDeviceOwner"
     createdAt: DateTime
-    enrolledAt: Optional[DateTime] = field(default=None)
-    revokedAt: Optional[DateTime] = field(default=None)
-    keyThumbprint: Optional[str] = field(default=None)
-    publicJwk: Optional[str] = field(default=None)
+    enrolledAt: Optional[DateTime] = _field(default=None)
+    revokedAt: Optional[DateTime] = _field(default=None)
+    keyThumbprint: Optional[str] = _field(default=None)
+    publicJwk: Optional[str] = _field(default=None)
 
 
 @dataclass
@@ -2050,7 +2050,7 @@ class ReportIntentStateDataReportIntentStateIntent:
     createdAt: DateTime
     expiresAt: DateTime
     jws: str
-    executionDeadline: Optional[DateTime] = field(default=None)
+    executionDeadline: Optional[DateTime] = _field(default=None)
 
 
 @dataclass
@@ -2071,10 +2071,10 @@ class ReportIntentStateDataReportIntentStateIntentDevice:
     status: "DeviceStatus"
     remoteActionsEnabled: bool
     createdAt: DateTime
-    enrolledAt: Optional[DateTime] = field(default=None)
-    revokedAt: Optional[DateTime] = field(default=None)
-    keyThumbprint: Optional[str] = field(default=None)
-    publicJwk: Optional[str] = field(default=None)
+    enrolledAt: Optional[DateTime] = _field(default=None)
+    revokedAt: Optional[DateTime] = _field(default=None)
+    keyThumbprint: Optional[str] = _field(default=None)
+    publicJwk: Optional[str] = _field(default=None)
 
 
 @dataclass
@@ -2094,7 +2094,7 @@ class ReviewQueueDataReviewQueue:
 class ReviewQueueDataReviewQueuePageInfo:
     """A PageInfo as ReviewQueueDataReviewQueuePageInfo selects it."""
     hasNextPage: bool
-    endCursor: Optional[str] = field(default=None)
+    endCursor: Optional[str] = _field(default=None)
 
 
 @dataclass
@@ -2111,15 +2111,15 @@ class ReviewQueueDataReviewQueueEdgesNode:
     version: str
     state: "ReleaseState"
     plugin: "ReviewQueueDataReviewQueueEdgesNodePlugin"
-    package: Optional["ReviewQueueDataReviewQueueEdgesNodePackage"] = field(default=None)
-    analysis: Optional["ReviewQueueDataReviewQueueEdgesNodeAnalysis"] = field(default=None)
+    package: Optional["ReviewQueueDataReviewQueueEdgesNodePackage"] = _field(default=None)
+    analysis: Optional["ReviewQueueDataReviewQueueEdgesNodeAnalysis"] = _field(default=None)
 
 
 @dataclass
 class ReviewQueueDataReviewQueueEdgesNodeAnalysis:
     """A AnalysisReport as ReviewQueueDataReviewQueueEdgesNodeAnalysis selects it."""
     findings: "ReviewQueueDataReviewQueueEdgesNodeAnalysisFindings"
-    verdict: Optional["AnalysisVerdict"] = field(default=None)
+    verdict: Optional["AnalysisVerdict"] = _field(default=None)
 
 
 @dataclass
@@ -2139,7 +2139,7 @@ class ReviewQueueDataReviewQueueEdgesNodeAnalysisFindingsEdgesNode:
     """A AnalysisFinding as ReviewQueueDataReviewQueueEdgesNodeAnalysisFindingsEdgesNode selects it."""
     rule: str
     message: str
-    path: Optional[str] = field(default=None)
+    path: Optional[str] = _field(default=None)
 
 
 @dataclass
@@ -2186,10 +2186,10 @@ class RevokeDeviceDataRevokeDeviceDevice:
     remoteActionsEnabled: bool
     owner: "RevokeDeviceDataRevokeDeviceDeviceOwner"
     createdAt: DateTime
-    enrolledAt: Optional[DateTime] = field(default=None)
-    revokedAt: Optional[DateTime] = field(default=None)
-    keyThumbprint: Optional[str] = field(default=None)
-    publicJwk: Optional[str] = field(default=None)
+    enrolledAt: Optional[DateTime] = _field(default=None)
+    revokedAt: Optional[DateTime] = _field(default=None)
+    keyThumbprint: Optional[str] = _field(default=None)
+    publicJwk: Optional[str] = _field(default=None)
 
 
 @dataclass
@@ -2218,13 +2218,13 @@ class RevokeReleaseDataRevokeReleaseRelease:
     """A Release as RevokeReleaseDataRevokeReleaseRelease selects it."""
     id: str
     state: "ReleaseState"
-    stateReason: Optional[str] = field(default=None)
+    stateReason: Optional[str] = _field(default=None)
 
 
 @dataclass
 class RoomData:
     """A Query as RoomData selects it."""
-    room: Optional["RoomDataRoom"] = field(default=None)
+    room: Optional["RoomDataRoom"] = _field(default=None)
 
 
 @dataclass
@@ -2246,7 +2246,7 @@ class RoomDataRoomCreatedBy:
 @dataclass
 class RoomMessagesData:
     """A Query as RoomMessagesData selects it."""
-    room: Optional["RoomMessagesDataRoom"] = field(default=None)
+    room: Optional["RoomMessagesDataRoom"] = _field(default=None)
 
 
 @dataclass
@@ -2266,7 +2266,7 @@ class RoomMessagesDataRoomMessages:
 class RoomMessagesDataRoomMessagesPageInfo:
     """A PageInfo as RoomMessagesDataRoomMessagesPageInfo selects it."""
     hasNextPage: bool
-    endCursor: Optional[str] = field(default=None)
+    endCursor: Optional[str] = _field(default=None)
 
 
 @dataclass
@@ -2310,7 +2310,7 @@ class RoomsDataRooms:
 class RoomsDataRoomsPageInfo:
     """A PageInfo as RoomsDataRoomsPageInfo selects it."""
     hasNextPage: bool
-    endCursor: Optional[str] = field(default=None)
+    endCursor: Optional[str] = _field(default=None)
 
 
 @dataclass
@@ -2358,7 +2358,7 @@ class SearchMemoryDataSearchMemory:
 class SearchMemoryDataSearchMemoryPageInfo:
     """A PageInfo as SearchMemoryDataSearchMemoryPageInfo selects it."""
     hasNextPage: bool
-    endCursor: Optional[str] = field(default=None)
+    endCursor: Optional[str] = _field(default=None)
 
 
 @dataclass
@@ -2367,8 +2367,8 @@ class SearchMemoryDataSearchMemoryEdges:
     cursor: str
     score: float
     node: "SearchMemoryDataSearchMemoryEdgesNode"
-    textScore: Optional[float] = field(default=None)
-    vectorScore: Optional[float] = field(default=None)
+    textScore: Optional[float] = _field(default=None)
+    vectorScore: Optional[float] = _field(default=None)
 
 
 @dataclass
@@ -2402,11 +2402,11 @@ class SendAgentMessageDataSendAgentMessageMessage:
     seq: int
     state: "AgentMessageState"
     createdAt: DateTime
-    from_: "SendAgentMessageDataSendAgentMessageMessageFrom" = field(metadata={"graphql": "from"})
+    from_: "SendAgentMessageDataSendAgentMessageMessageFrom" = _field(metadata={"graphql": "from"})
     to: "SendAgentMessageDataSendAgentMessageMessageTo"
-    correlationId: Optional[str] = field(default=None)
-    expiresAt: Optional[DateTime] = field(default=None)
-    replyTo: Optional["SendAgentMessageDataSendAgentMessageMessageReplyTo"] = field(default=None)
+    correlationId: Optional[str] = _field(default=None)
+    expiresAt: Optional[DateTime] = _field(default=None)
+    replyTo: Optional["SendAgentMessageDataSendAgentMessageMessageReplyTo"] = _field(default=None)
 
 
 @dataclass
@@ -2419,16 +2419,16 @@ class SendAgentMessageDataSendAgentMessageMessageReplyTo:
 class SendAgentMessageDataSendAgentMessageMessageTo:
     """A AgentAddress as SendAgentMessageDataSendAgentMessageMessageTo selects it."""
     kind: "AgentAddressKind"
-    deviceId: Optional[str] = field(default=None)
-    userId: Optional[str] = field(default=None)
+    deviceId: Optional[str] = _field(default=None)
+    userId: Optional[str] = _field(default=None)
 
 
 @dataclass
 class SendAgentMessageDataSendAgentMessageMessageFrom:
     """A AgentAddress as SendAgentMessageDataSendAgentMessageMessageFrom selects it."""
     kind: "AgentAddressKind"
-    deviceId: Optional[str] = field(default=None)
-    userId: Optional[str] = field(default=None)
+    deviceId: Optional[str] = _field(default=None)
+    userId: Optional[str] = _field(default=None)
 
 
 @dataclass
@@ -2448,7 +2448,7 @@ class SentAgentMessagesDataSentAgentMessages:
 class SentAgentMessagesDataSentAgentMessagesPageInfo:
     """A PageInfo as SentAgentMessagesDataSentAgentMessagesPageInfo selects it."""
     hasNextPage: bool
-    endCursor: Optional[str] = field(default=None)
+    endCursor: Optional[str] = _field(default=None)
 
 
 @dataclass
@@ -2466,21 +2466,21 @@ class SentAgentMessagesDataSentAgentMessagesEdgesNode:
     state: "AgentMessageState"
     createdAt: DateTime
     to: "SentAgentMessagesDataSentAgentMessagesEdgesNodeTo"
-    correlationId: Optional[str] = field(default=None)
-    failureReason: Optional[str] = field(default=None)
-    deliveredAt: Optional[DateTime] = field(default=None)
-    readAt: Optional[DateTime] = field(default=None)
-    handledAt: Optional[DateTime] = field(default=None)
-    acknowledgedAt: Optional[DateTime] = field(default=None)
-    failedAt: Optional[DateTime] = field(default=None)
+    correlationId: Optional[str] = _field(default=None)
+    failureReason: Optional[str] = _field(default=None)
+    deliveredAt: Optional[DateTime] = _field(default=None)
+    readAt: Optional[DateTime] = _field(default=None)
+    handledAt: Optional[DateTime] = _field(default=None)
+    acknowledgedAt: Optional[DateTime] = _field(default=None)
+    failedAt: Optional[DateTime] = _field(default=None)
 
 
 @dataclass
 class SentAgentMessagesDataSentAgentMessagesEdgesNodeTo:
     """A AgentAddress as SentAgentMessagesDataSentAgentMessagesEdgesNodeTo selects it."""
     kind: "AgentAddressKind"
-    deviceId: Optional[str] = field(default=None)
-    userId: Optional[str] = field(default=None)
+    deviceId: Optional[str] = _field(default=None)
+    userId: Optional[str] = _field(default=None)
 
 
 @dataclass
@@ -2539,10 +2539,10 @@ class SetRemoteActionsEnabledDataSetRemoteActionsEnabledDevice:
     remoteActionsEnabled: bool
     owner: "SetRemoteActionsEnabledDataSetRemoteActionsEnabledDeviceOwner"
     createdAt: DateTime
-    enrolledAt: Optional[DateTime] = field(default=None)
-    revokedAt: Optional[DateTime] = field(default=None)
-    keyThumbprint: Optional[str] = field(default=None)
-    publicJwk: Optional[str] = field(default=None)
+    enrolledAt: Optional[DateTime] = _field(default=None)
+    revokedAt: Optional[DateTime] = _field(default=None)
+    keyThumbprint: Optional[str] = _field(default=None)
+    publicJwk: Optional[str] = _field(default=None)
 
 
 @dataclass
@@ -2571,7 +2571,7 @@ class TenantDataTenant:
 @dataclass
 class TufRepositoryData:
     """A Query as TufRepositoryData selects it."""
-    tufRepository: Optional["TufRepositoryDataTufRepository"] = field(default=None)
+    tufRepository: Optional["TufRepositoryDataTufRepository"] = _field(default=None)
 
 
 @dataclass
@@ -2637,7 +2637,7 @@ class ViewerDataViewerUser:
 @dataclass
 class WorkspaceData:
     """A Query as WorkspaceData selects it."""
-    workspace: Optional["WorkspaceDataWorkspace"] = field(default=None)
+    workspace: Optional["WorkspaceDataWorkspace"] = _field(default=None)
 
 
 @dataclass
@@ -2648,7 +2648,7 @@ class WorkspaceDataWorkspace:
     createdAt: DateTime
     secretPolicy: "SecretPolicy"
     createdBy: "WorkspaceDataWorkspaceCreatedBy"
-    embeddingDimensions: Optional[int] = field(default=None)
+    embeddingDimensions: Optional[int] = _field(default=None)
 
 
 @dataclass
@@ -2661,7 +2661,7 @@ class WorkspaceDataWorkspaceCreatedBy:
 @dataclass
 class WorkspaceRecordsData:
     """A Query as WorkspaceRecordsData selects it."""
-    workspace: Optional["WorkspaceRecordsDataWorkspace"] = field(default=None)
+    workspace: Optional["WorkspaceRecordsDataWorkspace"] = _field(default=None)
 
 
 @dataclass
@@ -2682,7 +2682,7 @@ class WorkspaceRecordsDataWorkspaceRecords:
 class WorkspaceRecordsDataWorkspaceRecordsPageInfo:
     """A PageInfo as WorkspaceRecordsDataWorkspaceRecordsPageInfo selects it."""
     hasNextPage: bool
-    endCursor: Optional[str] = field(default=None)
+    endCursor: Optional[str] = _field(default=None)
 
 
 @dataclass
@@ -2703,7 +2703,7 @@ class WorkspaceRecordsDataWorkspaceRecordsEdgesNode:
     metadata: str
     updatedAt: DateTime
     author: "WorkspaceRecordsDataWorkspaceRecordsEdgesNodeAuthor"
-    expiresAt: Optional[DateTime] = field(default=None)
+    expiresAt: Optional[DateTime] = _field(default=None)
 
 
 @dataclass
@@ -2729,7 +2729,7 @@ class WorkspacesDataWorkspaces:
 class WorkspacesDataWorkspacesPageInfo:
     """A PageInfo as WorkspacesDataWorkspacesPageInfo selects it."""
     hasNextPage: bool
-    endCursor: Optional[str] = field(default=None)
+    endCursor: Optional[str] = _field(default=None)
 
 
 @dataclass
@@ -2748,7 +2748,7 @@ class WorkspacesDataWorkspacesEdgesNode:
     createdAt: DateTime
     secretPolicy: "SecretPolicy"
     searchCapabilities: "WorkspacesDataWorkspacesEdgesNodeSearchCapabilities"
-    embeddingDimensions: Optional[int] = field(default=None)
+    embeddingDimensions: Optional[int] = _field(default=None)
 
 
 @dataclass

@@ -30,8 +30,9 @@ export function inputType(type: InputTypeRef, nullable = true): string {
 function field(name: string, type: string, optional: boolean): string {
   const id = identifier(name);
   const meta = id === name ? '' : `metadata={"graphql": ${str(name)}}`;
-  if (optional) return `    ${id}: ${type} = field(default=None${meta ? `, ${meta}` : ''})\n`;
-  return meta ? `    ${id}: ${type} = field(${meta})\n` : `    ${id}: ${type}\n`;
+  // dataclasses.field as _field: a GraphQL field named `field` (PutMemoriesError.field) would shadow it.
+  if (optional) return `    ${id}: ${type} = _field(default=None${meta ? `, ${meta}` : ''})\n`;
+  return meta ? `    ${id}: ${type} = _field(${meta})\n` : `    ${id}: ${type}\n`;
 }
 
 function enums(ir: IR): string[] {
@@ -110,8 +111,8 @@ function model(name: string, shape: ResultShape, out: string[]): string {
   });
   // Required fields first (a dataclass rule); the JSON decoder fills every field by name.
   const sorted = [
-    ...fields.filter((f) => !f.includes('= field(default')),
-    ...fields.filter((f) => f.includes('= field(default')),
+    ...fields.filter((f) => !f.includes('= _field(default')),
+    ...fields.filter((f) => f.includes('= _field(default')),
   ];
   return (
     '@dataclass\n' +
@@ -134,7 +135,7 @@ export function renderTypes(ir: IR): string {
     '"""Enums, inputs and operation results of the AgentGraph API, as dataclasses."""',
     'from __future__ import annotations',
     '',
-    'from dataclasses import dataclass, field',
+    'from dataclasses import dataclass, field as _field',
     'from enum import Enum',
     'from typing import Any, Dict, List, Optional',
     '',
