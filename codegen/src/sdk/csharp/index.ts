@@ -32,9 +32,16 @@ export const csharpTarget: Target = {
   outDir: 'sdks/csharp',
   async generate(ir: IR, ctx: TargetContext): Promise<GeneratedFile[]> {
     checkNames(ir);
+    const samples = copied(
+      ctx.root,
+      'samples',
+      'samples/',
+      (rel) => rel.endsWith('.cs') || rel.endsWith('.csproj'),
+    );
+    const subscriber = samples.find((f) => f.path === 'samples/RoomSubscriber/Program.cs')?.content;
     const files: GeneratedFile[] = [
       { path: 'AgentGraph.Sdk.slnx', content: renderSolution() },
-      { path: 'README.md', content: await ctx.format('README.md', renderReadme(ir)) },
+      { path: 'README.md', content: await ctx.format('README.md', renderReadme(ir, subscriber)) },
       { path: 'src/AgentGraph.Sdk/AgentGraph.Sdk.csproj', content: renderLibraryProject() },
       { path: 'src/AgentGraph.Sdk/Generated/Errors.g.cs', content: renderErrors(ir) },
       { path: 'src/AgentGraph.Sdk/Generated/Operations.g.cs', content: renderOperations(ir) },
@@ -51,7 +58,7 @@ export const csharpTarget: Target = {
       ...copied(ctx.root, 'src/AgentGraph.Sdk.Runtime', 'src/AgentGraph.Sdk/Runtime/', (rel) =>
         rel.endsWith('.cs'),
       ),
-      ...copied(ctx.root, 'samples', 'samples/', (rel) => rel.endsWith('.cs') || rel.endsWith('.csproj')),
+      ...samples,
     ];
     return files.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
   },

@@ -36,12 +36,37 @@ export function renderSolution(): string {
   </Folder>
   <Folder Name="/samples/">
     <Project Path="samples/OutboxPoster/OutboxPoster.csproj" />
+    <Project Path="samples/RoomSubscriber/RoomSubscriber.csproj" />
   </Folder>
 </Solution>
 `;
 }
 
-export function renderReadme(ir: IR): string {
+/**
+ * The README's subscription section: samples/RoomSubscriber/Program.cs verbatim (the end-to-end test runs it). Only
+ * when the API has OnRoomMessage, which the sample follows.
+ */
+function subscriptionSection(ir: IR, sample: string | undefined): string {
+  if (!sample || !ir.operations.some((o) => o.kind === 'subscription' && o.name === 'OnRoomMessage'))
+    return '';
+  return `
+## Subscriptions
+
+\`sdk.Client.CreateSubscriptionClient()\` streams a subscription over graphql-sse (\`<BaseUrl>/stream\`) as the
+client's caller: the same token provider (asked for a token on every connect and reconnect; one refresh after an
+UNAUTHENTICATED refusal), HttpClient, extra headers and privacy gate (a refused variable throws
+\`PrivacyException\`, PRIVACY_REFUSED, before anything is sent). Pass a token provider to use another one
+(\`CreateSubscriptionClient(tokens)\`; \`new SubscriptionClient(client, tokens)\` still works). \`SubscribeAsync\`
+yields items in strictly increasing \`Seq\`, each once, across reconnects. \`samples/RoomSubscriber\`, which the
+repository's end-to-end test runs against the platform:
+
+\`\`\`csharp
+${sample.trim()}
+\`\`\`
+`;
+}
+
+export function renderReadme(ir: IR, subscriberSample?: string): string {
   const ops = ir.operations.filter((op) => op.kind !== 'subscription');
   return `# AgentGraph C# SDK (generated)
 
@@ -51,6 +76,7 @@ edit. The hand-written runtime (retries, idempotency, privacy gate, pagination, 
 
 - \`src/AgentGraph.Sdk\` — the library (net8.0, net10.0; \`dotnet pack\` makes the NuGet package).
 - \`samples/OutboxPoster\` — posts room messages through the durable outbox (the exactly-once test drives it).
+- \`samples/RoomSubscriber\` — follows a room's messages live (below; the subscriptions end-to-end test runs it).
 
 \`\`\`csharp
 using var sdk = new AgentGraph.Sdk.AgentGraph(new AgentGraphClientOptions
@@ -61,6 +87,7 @@ using var sdk = new AgentGraph.Sdk.AgentGraph(new AgentGraphClientOptions
 var room = await sdk.CreateRoomAsync(new CreateRoomInput { Name = "ops" });
 \`\`\`
 
+${subscriptionSection(ir, subscriberSample)}
 ${ops.length} operations, schema version \`${ir.schemaVersion}\`.
 `;
 }

@@ -32,7 +32,13 @@ export const pythonTarget: Target = {
       .map((rel) => ({ path: `samples/${rel}`, content: readFileSync(join(samplesDir, rel), 'utf8') }));
     const files: GeneratedFile[] = [
       { path: 'pyproject.toml', content: renderPyproject() },
-      { path: 'README.md', content: await ctx.format('README.md', renderReadme(ir)) },
+      {
+        path: 'README.md',
+        content: await ctx.format(
+          'README.md',
+          renderReadme(ir, samples.find((f) => f.path === 'samples/room_subscriber.py')?.content),
+        ),
+      },
       { path: 'agentgraph/__init__.py', content: renderInit() },
       { path: 'agentgraph/py.typed', content: '' },
       { path: 'agentgraph/errors.py', content: renderErrors(ir) },

@@ -46,7 +46,39 @@ export function renderInit(): string {
   ].join('\n');
 }
 
-export function renderReadme(ir: IR): string {
+/**
+ * The README's subscription section: samples/room_subscriber.py as a user runs it next to the installed package
+ * (without the line that puts sdks/python on sys.path for the repository's test). Only when the API has
+ * OnRoomMessage, which the sample follows.
+ */
+function subscriptionSection(ir: IR, sample: string | undefined): string[] {
+  if (!sample || !ir.operations.some((o) => o.kind === 'subscription' && o.name === 'OnRoomMessage'))
+    return [];
+  const code = sample
+    .split('\n')
+    .filter((line) => !line.startsWith('sys.path.insert('))
+    .map((line) => line.replace(/ {2}# noqa: E402$/, ''))
+    .join('\n')
+    .replace(/\n{4,}/g, '\n\n\n')
+    .trim();
+  return [
+    '## Subscriptions',
+    '',
+    "`api.client.subscriptions()` streams a subscription over graphql-sse (`<base_url>/stream`) as the client's",
+    'caller: the same token provider (asked for a token on every connect and reconnect; one refresh after an',
+    'UNAUTHENTICATED refusal), extra headers, HTTP client, clock, logger and privacy gate (a refused variable raises',
+    '`PrivacyError` before anything is sent). Keyword arguments override them (`token_provider=`, `stream_url=`,',
+    '`idle_timeout_ms=`). `subscribe(...)` yields items in strictly increasing `seq`, each once, across reconnects.',
+    "`samples/room_subscriber.py`, which the repository's end-to-end test runs against the platform:",
+    '',
+    '```python',
+    code,
+    '```',
+    '',
+  ];
+}
+
+export function renderReadme(ir: IR, subscriberSample?: string): string {
   const queries = ir.operations.filter((o) => o.kind === 'query').length;
   const mutations = ir.operations.filter((o) => o.kind === 'mutation').length;
   const example = ir.operations.find((o) => o.kind === 'query' && o.variables.every((v) => !v.required));
@@ -77,6 +109,7 @@ export function renderReadme(ir: IR): string {
     'asyncio.run(main())',
     '```',
     '',
+    ...subscriptionSection(ir, subscriberSample),
     'Tests: `/usr/bin/python3 -m pytest sdks/python/tests -q -p no:cacheprovider`.',
     '',
   ].join('\n');

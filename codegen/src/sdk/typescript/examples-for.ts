@@ -9,5 +9,6 @@ export function examplesFor(ir: IR): Example[] {
       .filter((op) => op.kind !== 'subscription')
       .flatMap((op) => [methodName(op), ...op.connections.map((c) => paginateMethod(op, c))]),
   );
+  for (const op of ir.operations) if (op.kind === 'subscription') methods.add(`subscriptions.${op.name}`);
   return EXAMPLES.filter((e) => e.needs.every((m) => methods.has(m)));
 }

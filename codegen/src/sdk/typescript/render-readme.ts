@@ -95,8 +95,8 @@ you allow it.
 
 ${operationRows(ir)}
 
-Subscriptions, for the runtime's stream client over graphql-sse (\`createSubscriptions(sdk.client, { baseUrl })\`,
-see \`src/runtime/subscriptions/README.md\`):
+Subscriptions, for the runtime's stream client over graphql-sse (\`createSubscriptions(sdk.client)\`: the client's
+endpoint and token provider, see \`src/runtime/subscriptions/README.md\`):
 
 ${subscriptionRows(ir)}
 
