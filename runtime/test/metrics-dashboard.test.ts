@@ -30,8 +30,8 @@ async function exported(): Promise<Set<string>> {
   const names = new Set<string>();
   for (const m of await metrics.registry.getMetricsAsJSON()) {
     names.add(m.name);
-    if (m.type === 'histogram') for (const s of ['_bucket', '_count', '_sum']) names.add(m.name + s);
-    if (m.type === 'summary') for (const s of ['_count', '_sum']) names.add(m.name + s);
+    if (String(m.type) === 'histogram') for (const s of ['_bucket', '_count', '_sum']) names.add(m.name + s);
+    if (String(m.type) === 'summary') for (const s of ['_count', '_sum']) names.add(m.name + s);
   }
   return names;
 }
