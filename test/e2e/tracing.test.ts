@@ -136,6 +136,7 @@ describe('traces with tracing on (in-memory exporter)', () => {
       for (const s of statements) {
         expect(s.kind).toBe(CLIENT);
         expect(s.attributes['db.system']).toBe('postgresql');
+        expect(s.attributes['agentgraph.db.driver']).toBe(p.driver);
         // The statement text only: never the values bound to it.
         const text = s.attributes['db.statement'] as string;
         expect(text).not.toContain(room);
