@@ -193,6 +193,7 @@ export async function startPlatform(input: Config, opts: PlatformOptions): Promi
           }
         : {}),
     });
+    gateway.metrics.watchRevocations(revocations);
     const gatewayUrl = await gateway.listen(config.gatewayPort, config.host);
     config.gatewayPort = Number(new URL(gatewayUrl).port);
 

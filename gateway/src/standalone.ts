@@ -73,6 +73,7 @@ const gateway = await createGateway({
     revocations,
   }),
 });
+if (revocations) gateway.metrics.watchRevocations(revocations);
 await gateway.listen(config.gatewayPort, config.host);
 
 stopOnSignals(log, async () => {
