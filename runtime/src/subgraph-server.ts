@@ -559,6 +559,17 @@ export function createSubgraphServer(opts: SubgraphServerOptions): {
             req.resume();
             return sendRequestError(res, unsupportedMediaType(), 415, correlationId);
           }
+          // A distinct-connection stream (no reservation token) without a valid access token is refused with 401
+          // before any stream opens, as the gateway does (graphql-sse would answer 200 and then an error event).
+          if (!req.headers[STREAM_TOKEN_HEADER] && (req.method === 'POST' || req.method === 'GET')) {
+            if (!(await verifyToken(req.headers.authorization))) {
+              req.resume();
+              throw new AppError(
+                'UNAUTHENTICATED',
+                'Streams need an access token. Send "Authorization: Bearer <token>".',
+              );
+            }
+          }
           if (req.headers[STREAM_TOKEN_HEADER] && (req.headers.accept ?? '').includes('text/event-stream')) {
             reservations.add(res);
             res.once('close', () => reservations.delete(res));

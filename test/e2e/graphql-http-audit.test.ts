@@ -109,3 +109,34 @@ describe('status of request errors by Accept', () => {
     });
   }
 });
+
+/** A stream without a valid token is refused before it opens, with the same 401 at the gateway and every subgraph. */
+describe('streams without a token', () => {
+  const SUBSCRIBE = JSON.stringify({ query: 'subscription { deviceIntents { seq } }' });
+  const targets = () => ({
+    gateway: p.gatewayUrl,
+    identity: p.subgraphs.identity,
+    memory: p.subgraphs.memory,
+    coordination: p.subgraphs.coordination,
+    catalog: p.subgraphs.catalog,
+  });
+  it('answers 401 UNAUTHENTICATED, as JSON, for a missing or a forged token', async () => {
+    for (const [name, base] of Object.entries(targets())) {
+      for (const authorization of [undefined, 'Bearer not-a-token']) {
+        const res = await fetch(`${base}/graphql/stream`, {
+          method: 'POST',
+          headers: {
+            'content-type': 'application/json',
+            accept: 'text/event-stream',
+            ...(authorization ? { authorization } : {}),
+          },
+          body: SUBSCRIBE,
+        });
+        expect([name, authorization, res.status]).toEqual([name, authorization, 401]);
+        expect(res.headers.get('content-type')).toContain('json');
+        const body = (await res.json()) as { errors: { extensions: { code: string } }[] };
+        expect(body.errors[0]!.extensions.code).toBe('UNAUTHENTICATED');
+      }
+    }
+  });
+});
