@@ -252,7 +252,7 @@ for v in ["the password is stored in the vault, ask ops", "Reset your password: 
           "api_key_header: X-API-Key", "auth: required", "keyId: 2024-05-rotation-key",
           "tokenizer: bert-base-uncased", "primary key (tenant_id, id)", "the secret sauce is caching",
           "token_endpoint: https://auth.example.com/oauth/token", "Authorization header missing",
-          "WWW-Authenticate: Basic realm=\"api\"", "basic authentication is disabled", "keyboard shortcut Ctrl+K",
+          "WWW-Authenticate: Basic realm=\"api\"", 'curl -H "Authorization: Bearer YOUR_ACCESS_TOKEN_HERE" https://api.example.com', "basic authentication is disabled", "keyboard shortcut Ctrl+K",
           '{"token_type":"Bearer","expires_in":3600,"scope":"read write"}', '"secret": false',
           "idempotency_key: 3f2b8c4e-9d1a-4f6b-8e2c-7a5d9b1c3e4f", "AKIA is how AWS key ids start",
           "ghp_ is the prefix of a GitHub token", "sk-learn is a library; sk-short", "password reset tokens expire in 1 h",

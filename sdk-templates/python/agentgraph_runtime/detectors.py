@@ -192,7 +192,7 @@ DETECTORS: Sequence[Detector] = (
     _regex(
         "bearer-token",
         "SECRET",
-        f"{NOT_AFTER_ALNUM}(?:{_any_case('bearer')}[ \\t]+[A-Za-z0-9._~+/-]{{16,}}=*"
+        f"{NOT_AFTER_ALNUM}(?:{_any_case('bearer')}[ \\t]+(?![A-Z_]{{16,}}(?![A-Za-z0-9._~+/=-]))[A-Za-z0-9._~+/-]{{16,}}=*"
         f"|{_any_case('authorization')}['\"]?:[ \\t]*['\"]?{_any_case('basic')}[ \\t]+[A-Za-z0-9+/]{{12,}}=*)",
     ),
     _regex("url-password", "SECRET", "(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]{0,30}://[^ \\t\\r\\n/?#@:]{0,256}:(?![$<{%\\[])(?!\\*+@)[^ \\t\\r\\n/?#@]{1,256}@"),

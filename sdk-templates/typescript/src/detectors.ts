@@ -30,7 +30,8 @@
  *                                [A-Za-z0-9]; Age `AGE-SECRET-KEY-1` + 58 bech32; Square `sq0atp-` + 22 /
  *                                `sq0csp-` + 43 [0-9A-Za-z_-]; Discord webhooks `discord.com/api/webhooks/` or
  *                                `discordapp.com/…` + digits + `/` + ≥60 [A-Za-z0-9_-]
- *  bearer-token        SECRET    `Bearer` (any letter case) + spaces/tabs + ≥16 token68 characters [A-Za-z0-9-._~+/] + `=`*;
+ *  bearer-token        SECRET    `Bearer` (any letter case) + spaces/tabs + ≥16 token68 characters [A-Za-z0-9-._~+/] + `=`*
+ *                                (not a docs placeholder of only capitals and `_`: `YOUR_ACCESS_TOKEN_HERE`);
  *                                `Authorization:` + spaces + `Basic` + spaces + ≥12 base64 characters + `=`*
  *  url-password        SECRET    `scheme://user:password@` with a non-empty password (userinfo with a colon; the user may
  *                                be empty: `redis://:pw@host`), unless the password is a placeholder (starts with `$`,
@@ -278,7 +279,7 @@ export const DETECTORS: readonly Detector[] = [
   regexDetector(
     'bearer-token',
     'SECRET',
-    `${NOT_AFTER_ALNUM}(?:${anyCase('bearer')}[ \\t]+[A-Za-z0-9._~+/-]{16,}=*|${anyCase('authorization')}['"]?:[ \\t]*['"]?${anyCase('basic')}[ \\t]+[A-Za-z0-9+/]{12,}=*)`,
+    `${NOT_AFTER_ALNUM}(?:${anyCase('bearer')}[ \\t]+(?![A-Z_]{16,}(?![A-Za-z0-9._~+/=-]))[A-Za-z0-9._~+/-]{16,}=*|${anyCase('authorization')}['"]?:[ \\t]*['"]?${anyCase('basic')}[ \\t]+[A-Za-z0-9+/]{12,}=*)`,
   ),
   regexDetector(
     'url-password',

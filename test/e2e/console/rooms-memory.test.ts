@@ -287,14 +287,15 @@ describe('console memory', () => {
     await expectAccessible(page);
     await screenshot(page, 'memory-secret-refused-sdk');
 
-    // A connection-string password only the server's filter knows: the workspace (REJECT) refuses it.
-    await content.fill('db: Server=db.internal;Password=hunter2sesame');
+    // An SSN written with spaces only the server's filter knows (the SDK gate's ssn rule needs dashes; the two share
+    // every secret rule since issue 18): the workspace (REJECT) refuses it.
+    await content.fill('ssn 078 05 1120 on file');
     await page.getByRole('button', { name: 'Create record' }).click();
     await poll(async () => (await alert.textContent()) ?? '').toContain('BAD_USER_INPUT');
     expect(await alert.textContent()).toContain('input.content');
-    expect(await fieldProblem.textContent()).toContain('(connection-string-password) in input.content');
+    expect(await fieldProblem.textContent()).toContain('(us-ssn) in input.content');
     for (const text of [await alert.textContent(), await fieldProblem.textContent()])
-      expect(text).not.toContain('hunter2sesame');
+      expect(text).not.toContain('078 05 1120');
     await expectAccessible(page);
     await screenshot(page, 'memory-secret-refused-server');
     const id = new URL(page.url()).searchParams.get('record')!;
@@ -309,16 +310,12 @@ describe('console memory', () => {
     await page.goto(`${bed.url}/memory?workspace=${redactId}&record=new`);
     await poll(() => heading('New memory record').count()).toBe(1);
     await poll(() => page.getByLabel('Content').count()).toBe(1);
-    await page.getByLabel('Content').fill('db: Server=db.internal;Password=hunter2sesame');
+    await page.getByLabel('Content').fill('ssn 078 05 1120 on file');
     await page.getByRole('button', { name: 'Create record' }).click();
     const saved = page.getByRole('status').filter({ hasText: 'Saved: version 1.' });
     await poll(() => saved.count()).toBe(1);
-    expect(await saved.textContent()).toContain(
-      'redacted what looked like secrets in content (connection-string-password)',
-    );
-    expect(await page.getByLabel('Content').inputValue()).toBe(
-      'db: Server=db.internal;Password=[REDACTED:connection-string-password]',
-    );
+    expect(await saved.textContent()).toContain('redacted what looked like secrets in content (us-ssn)');
+    expect(await page.getByLabel('Content').inputValue()).toBe('ssn [REDACTED:us-ssn] on file');
     await expectAccessible(page);
     await screenshot(page, 'memory-secret-redacted');
   });

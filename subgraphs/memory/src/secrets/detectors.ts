@@ -237,7 +237,7 @@ export const DETECTORS: readonly Detector[] = [
     name: 'bearer-token',
     sdkId: 'bearer-token',
     pattern: re(
-      `${NOT_AFTER_ALNUM}(?:${anyCase('bearer')}[ \\t]+([A-Za-z0-9._~+/-]{16,}=*)|${anyCase('authorization')}['"]?:[ \\t]*['"]?${anyCase('basic')}[ \\t]+([A-Za-z0-9+/]{12,}=*))`,
+      `${NOT_AFTER_ALNUM}(?:${anyCase('bearer')}[ \\t]+(?![A-Z_]{16,}(?![A-Za-z0-9._~+/=-]))([A-Za-z0-9._~+/-]{16,}=*)|${anyCase('authorization')}['"]?:[ \\t]*['"]?${anyCase('basic')}[ \\t]+([A-Za-z0-9+/]{12,}=*))`,
     ),
     groups: [1, 2],
   },

@@ -193,7 +193,7 @@ public static class Detectors
         RegexDetector("jwt", DataClass.SECRET, $"{NotAfterAlnum}eyJ[A-Za-z0-9_-]{{8,}}\\.eyJ[A-Za-z0-9_-]{{8,}}\\.[A-Za-z0-9_-]*"),
         RegexDetector("api-key", DataClass.SECRET, $"{NotAfterAlnum}(?:{string.Join("|", ApiKeyPatterns)})"),
         RegexDetector("bearer-token", DataClass.SECRET,
-            $"{NotAfterAlnum}(?:{AnyCase("bearer")}[ \\t]+[A-Za-z0-9._~+/-]{{16,}}=*|{AnyCase("authorization")}['\"]?:[ \\t]*['\"]?{AnyCase("basic")}[ \\t]+[A-Za-z0-9+/]{{12,}}=*)"),
+            $"{NotAfterAlnum}(?:{AnyCase("bearer")}[ \\t]+(?![A-Z_]{{16,}}(?![A-Za-z0-9._~+/=-]))[A-Za-z0-9._~+/-]{{16,}}=*|{AnyCase("authorization")}['\"]?:[ \\t]*['\"]?{AnyCase("basic")}[ \\t]+[A-Za-z0-9+/]{{12,}}=*)"),
         RegexDetector("url-password", DataClass.SECRET, "(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]{0,30}://[^ \\t\\r\\n/?#@:]{0,256}:(?![$<{%\\[])(?!\\*+@)[^ \\t\\r\\n/?#@]{1,256}@"),
         new Detector("password-assignment", DataClass.SECRET, PasswordAssigned),
         new Detector("high-entropy", DataClass.SECRET, HighEntropy),
