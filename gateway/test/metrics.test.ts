@@ -62,11 +62,12 @@ describe('gateway /metrics', () => {
     h = await startHarness();
     const token = await h.token();
     const names = Array.from({ length: 1000 }, () => `Op${randomUUID().replaceAll('-', '')}`);
-    for (let i = 0; i < names.length; i += 25) {
+    // { __typename } is answered by the gateway itself: the label is the point here, not the subgraphs.
+    for (let i = 0; i < names.length; i += 50) {
       await Promise.all(
-        names.slice(i, i + 25).map(async (name) => {
+        names.slice(i, i + 50).map(async (name) => {
           const r = await h!.post(
-            { query: `query ${name} { things { id } }`, operationName: name },
+            { query: `query ${name} { __typename }`, operationName: name },
             { authorization: `Bearer ${token}` },
           );
           expect(r.status).toBe(200);
@@ -79,7 +80,7 @@ describe('gateway /metrics', () => {
     expect(sample(samples, COUNT, { operation: 'other', code: 'OK' })).toBe(1000);
     const series = samples.filter((s) => s.name.startsWith('agentgraph_request_duration_seconds')).length;
     expect(series).toBeLessThan(20);
-  });
+  }, 180_000);
 
   it('shows an open stream in the gauge until it ends', async () => {
     h = await startHarness();
