@@ -232,28 +232,8 @@ export async function putRecord(
 ): Promise<{ record: MemoryRecordModel; created: boolean }> {
   const now = opts.now ?? new Date();
   const f = opts.fields ?? { input: 'input', id: 'id' };
-  let workspace = opts.workspaces?.get(put.workspaceId);
-  if (workspace === undefined) {
-    workspace = await findWorkspace(tx, put.workspaceId);
-    opts.workspaces?.set(put.workspaceId, workspace);
-  }
-  if (!workspace) {
-    throw new AppError('NOT_FOUND', notFound(`The workspace (${f.input}.workspaceId)`).message, {
-      field: `${f.input}.workspaceId`,
-    });
-  }
-  if (put.expiresAt && put.expiresAt.getTime() <= now.getTime()) {
-    throw badInput(
-      `${f.input}.expiresAt is not in the future. Send a later time, or null for a record that does not expire.`,
-      { field: `${f.input}.expiresAt` },
-    );
-  }
-  // The secret filter, with the workspace's policy: after this nothing secret is left to store.
-  const clean = filterWrite(
-    { content: put.content, kind: put.kind, tags: put.tags, metadata: put.metadata ?? {} },
-    workspace.secretPolicy,
-    f.input,
-  ).value;
+  const workspace = await writableWorkspace(tx, put.workspaceId, f.input, opts.workspaces);
+  const clean = cleanRecord(put, workspace, now, f.input);
   const embedding = put.embedding ?? null;
   if (embedding) await fixDimension(tx, workspace, embedding.length, `${f.input}.embedding`);
   const values = [
@@ -337,6 +317,119 @@ export async function putRecord(
   throw new Error('putRecord: the record neither exists nor could be inserted');
 }
 
+/** The workspace a record is written to (NOT_FOUND naming `<input>.workspaceId`), read once per `cache`. */
+export async function writableWorkspace(
+  tx: Queryable,
+  id: string,
+  input: string,
+  cache?: Map<string, WorkspaceModel | null>,
+): Promise<WorkspaceModel> {
+  let workspace = cache?.get(id);
+  if (workspace === undefined) {
+    workspace = await findWorkspace(tx, id);
+    cache?.set(id, workspace);
+  }
+  if (!workspace) {
+    throw new AppError('NOT_FOUND', notFound(`The workspace (${input}.workspaceId)`).message, {
+      field: `${input}.workspaceId`,
+    });
+  }
+  return workspace;
+}
+
+/**
+ * The checks of a write that need no database: expiry in the future, then the secret filter with the workspace's
+ * policy (after this nothing secret is left to store). Returns what is stored.
+ */
+export function cleanRecord(put: PutRecord, workspace: WorkspaceModel, now: Date, input: string) {
+  if (put.expiresAt && put.expiresAt.getTime() <= now.getTime()) {
+    throw badInput(
+      `${input}.expiresAt is not in the future. Send a later time, or null for a record that does not expire.`,
+      { field: `${input}.expiresAt` },
+    );
+  }
+  return filterWrite(
+    { content: put.content, kind: put.kind, tags: put.tags, metadata: put.metadata ?? {} },
+    workspace.secretPolicy,
+    input,
+  ).value;
+}
+
+export type CleanRecord = ReturnType<typeof cleanRecord>;
+
+/** An embedding whose dimension is not the workspace's. */
+export function dimensionMismatch(field: string, expected: number, got: number): AppError {
+  return badInput(
+    `${field} has ${got} dimensions, but this workspace's embeddings have ${expected}. Use the same embedding model for the whole workspace.`,
+    { field, expected, got },
+  );
+}
+
+/** A record that putRecords creates in one statement with others (it does not exist; checked and cleaned). */
+export interface NewRecord {
+  id: string;
+  workspace: WorkspaceModel;
+  clean: CleanRecord;
+  embedding: number[] | null;
+  expiresAt: Date | null;
+}
+
+/**
+ * Creates records that did not exist when looked up, in one INSERT, with one job each in one more, as putRecord's
+ * create path writes them (version 1, the caller as author and device, the embedding's norm). A record another
+ * transaction created meanwhile is skipped (ON CONFLICT DO NOTHING, after waiting for it): it is missing from the
+ * answer, and the caller writes it the one-by-one way. Sends no NOTIFY.
+ */
+export async function createRecords(
+  tx: Queryable,
+  auth: AuthContext,
+  records: readonly NewRecord[],
+  now: Date,
+): Promise<Map<string, MemoryRecordModel>> {
+  const created = new Map<string, MemoryRecordModel>();
+  if (records.length === 0) return created;
+  const rows = records.map((r) => ({
+    id: r.id,
+    workspace_id: r.workspace.id,
+    kind: r.clean.kind,
+    content: r.clean.content,
+    tags: r.clean.tags,
+    metadata: r.clean.metadata,
+    embedding: r.embedding,
+    expires_at: r.expiresAt ? r.expiresAt.toISOString() : null,
+  }));
+  const inserted = await tx.query<RecordRow>(
+    `INSERT INTO memory.records AS r (tenant_id, id, workspace_id, version,
+            kind, content, tags, author, metadata, embedding, embedding_norm, expires_at, author_device)
+     SELECT $1, i.id, i.workspace_id, 1, i.kind, i.content, i.tags, $2, i.metadata, i.embedding,
+            CASE WHEN i.embedding IS NULL THEN NULL
+                 ELSE sqrt((SELECT sum(x::float8 * x::float8) FROM unnest(i.embedding) x)) END,
+            i.expires_at, $3
+       FROM jsonb_to_recordset($4::jsonb) AS i(id uuid, workspace_id uuid, kind text, content text, tags text[],
+                                               metadata jsonb, embedding real[], expires_at timestamptz)
+     ON CONFLICT (tenant_id, id) DO NOTHING
+     RETURNING ${RECORD}`,
+    [auth.tenantId, auth.principalId, auth.deviceId ?? null, JSON.stringify(rows)],
+  );
+  const byId = new Map(records.map((r) => [r.id, r.workspace]));
+  for (const row of inserted.rows) created.set(row.id, toRecord(row, byId.get(row.id)!));
+  if (created.size > 0) {
+    await tx.query(
+      `INSERT INTO memory.jobs (tenant_id, record_id, workspace_id, run_after, created_at, updated_at)
+       SELECT $1, j.record_id, j.workspace_id, $4, $4, $4
+         FROM unnest($2::uuid[], $3::uuid[]) AS j(record_id, workspace_id)
+       ON CONFLICT (tenant_id, record_id) WHERE state = 'QUEUED' DO NOTHING`,
+      [
+        auth.tenantId,
+        [...created.keys()],
+        [...created.values()].map((r) => r.workspace.id),
+        now.toISOString(),
+      ],
+    );
+  }
+  return created;
+}
+
 /**
  * The workspace's embedding dimension: fixed by the first embedding when not set at creation (a concurrent first
  * writer may win: the UPDATE re-checks `IS NULL` after waiting, then we read what was committed).
@@ -360,12 +453,7 @@ export async function fixDimension(
     dim = r.rows[0]!.embedding_dim;
     workspace.embeddingDimensions = dim;
   }
-  if (dim !== dimension) {
-    throw badInput(
-      `${field} has ${dimension} dimensions, but this workspace's embeddings have ${dim}. Use the same embedding model for the whole workspace.`,
-      { field, expected: dim, got: dimension },
-    );
-  }
+  if (dim !== dimension) throw dimensionMismatch(field, dim, dimension);
   return dim;
 }
 

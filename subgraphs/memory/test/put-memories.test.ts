@@ -156,6 +156,39 @@ describe('putMemories', () => {
     for (const r of records.slice(2)) expect(perRecord.get(r['id'] as string)).toBe(1);
   });
 
+  it('stores a record created in bulk exactly as putMemory stores it (fields, embedding and its norm, expiry)', async () => {
+    const p = newPrincipal();
+    const ws = await createWorkspace(p, { embeddingDimensions: 3 });
+    const fields = {
+      workspaceId: ws,
+      kind: 'fact.v1',
+      content: 'the same content',
+      tags: ['x', 'y'],
+      metadata: '{"source":"chat","n":[1,2,{"deep":true}]}',
+      embedding: [0.1234567891, -2.5, 3e-8],
+      expiresAt: new Date(Date.now() + 3_600_000).toISOString(),
+    };
+    const single = randomUUID();
+    dataOf(await h.gql(p, PUT_ONE, { id: single, input: fields, key: randomUUID() }));
+    const bulk = randomUUID();
+    expect((await putManyOk(p, [{ id: bulk, ...fields }])).edges[0]!.created).toBe(true);
+    const FULL = `query ($id: ID!) { memoryRecord(id: $id) {
+      kind content tags metadata embedding expiresAt version author { id } workspace { id } } }`;
+    const a = dataOf(await h.gql(p, FULL, { id: single })).memoryRecord;
+    const b = dataOf(await h.gql(p, FULL, { id: bulk })).memoryRecord;
+    expect(b).toEqual(a);
+    // The stored norm: an embedding search scores both alike (cosine divides by it).
+    const found = dataOf(
+      await h.gql(
+        p,
+        `query ($ws: ID!, $e: [Float!]) { searchMemory(workspaceId: $ws, query: { embedding: $e }) { edges { vectorScore node { id } } } }`,
+        { ws, e: [1, 1, 1] },
+      ),
+    ).searchMemory.edges as { vectorScore: number; node: { id: string } }[];
+    expect(found.map((e) => e.node.id).sort()).toEqual([single, bulk].sort());
+    expect(found[0]!.vectorScore).toBe(found[1]!.vectorScore);
+  });
+
   it('writes an id given twice twice, in order (the second sees the first)', async () => {
     const p = newPrincipal();
     const ws = await createWorkspace(p);
