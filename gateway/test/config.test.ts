@@ -11,7 +11,9 @@ describe('introspection off (INTROSPECTION=false)', () => {
   });
 
   it('refuses schema introspection with 400 GRAPHQL_VALIDATION_FAILED, serves the rest', async () => {
-    const r = await h.gql('{ __schema { types { name } } }');
+    const r = await h.gql('{ __schema { types { name } } }', undefined, undefined, {
+      accept: 'application/graphql-response+json',
+    });
     expect(r.status).toBe(400);
     expect(r.json.errors[0].extensions.code).toBe('GRAPHQL_VALIDATION_FAILED');
     const ok = await h.gql('{ things(first: 1) { id __typename } }');
@@ -55,7 +57,9 @@ describe('production mode', () => {
   });
 
   it('gives no "Did you mean" suggestions on /graphql or /graphql/stream', async () => {
-    const r = await h.gql('{ things(first: 1) { nmae } }');
+    const r = await h.gql('{ things(first: 1) { nmae } }', undefined, undefined, {
+      accept: 'application/graphql-response+json',
+    });
     expect(r.status).toBe(400);
     expect(r.json.errors[0].extensions.code).toBe('GRAPHQL_VALIDATION_FAILED');
     expect(JSON.stringify(r.json)).not.toMatch(/Did you mean|"name"/);
