@@ -319,6 +319,42 @@ describe('vector search paths', () => {
     }
   });
 
+  it("scans exactly with cube_distance where pgvector is missing: the SQL dot product's top-k and scores", async () => {
+    const column = await h.owner.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM pg_attribute
+        WHERE attrelid = 'memory.records'::regclass AND attname = 'embedding_c' AND NOT attisdropped`,
+    );
+    // Migration 006 adds the cube column only where pgvector is missing (Debian's PostgreSQL has cube in contrib).
+    expect(column.rows[0]!.n).toBe(hasVector ? 0 : 1);
+    if (hasVector) return;
+    const ws = await workspace(a, wsA);
+    const run = (q: SearchParams, exactCube: boolean, after: { value: string; id: string } | null) =>
+      tenantTx(a, async (tx) => {
+        const log: { sql: string; params: unknown[] }[] = [];
+        const hits = await searchRecords(recording(tx, log), ws, q, 10, after, new Date(), { exactCube });
+        expect(log.at(-1)!.sql.includes('cube_distance')).toBe(exactCube);
+        return hits;
+      });
+    for (let i = 0; i < 5; i++) {
+      for (const q of [
+        params({ embedding: vector() }),
+        params({ text: WORDS.slice(i * 8, i * 8 + 8).join(' or '), embedding: vector(), textWeight: 0.3 }),
+      ]) {
+        const sql = await run(q, false, null);
+        const cube = await run(q, true, null);
+        expect(sql).toHaveLength(10);
+        expect(cube.map((x) => x.node.record.id)).toEqual(sql.map((x) => x.node.record.id));
+        cube.forEach((x, n) => {
+          expect(x.node.score).toBeCloseTo(sql[n]!.node.score, 12);
+          expect(x.node.vectorScore!).toBeCloseTo(sql[n]!.node.vectorScore!, 12);
+        });
+        const sql2 = await run(q, false, sql.at(-1)!.key);
+        const cube2 = await run(q, true, cube.at(-1)!.key);
+        expect(cube2.map((x) => x.node.record.id)).toEqual(sql2.map((x) => x.node.record.id));
+      }
+    }
+  });
+
   it("keeps HNSW results to the caller's tenant and workspace", async () => {
     // The HNSW index is shared by every workspace of its dimension: B's records of the same dimension are in it.
     const q = vector();
