@@ -6,7 +6,7 @@ from .runtime.client import OperationSpec
 from .runtime.privacy import PrivacyRule
 
 #: The schema version (capabilities.schemaVersion) these operations were generated from.
-SCHEMA_VERSION = "105433ba767b"
+SCHEMA_VERSION = "11719f54dfbf"
 
 # From schemas/operations/coordination.graphql.
 AcknowledgeAgentMessage = OperationSpec(

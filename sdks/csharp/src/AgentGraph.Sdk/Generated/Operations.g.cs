@@ -10,7 +10,7 @@ public static class AgentGraphOperations
     /// <summary>
     /// The schema version (capabilities.schemaVersion) these operations were generated from.
     /// </summary>
-    public const string SchemaVersion = "105433ba767b";
+    public const string SchemaVersion = "11719f54dfbf";
 
     /// <summary>
     /// Record progress on a message of your inbox: DELIVERED, READ, HANDLED, ACKNOWLEDGED, or FAILED with a reason.
