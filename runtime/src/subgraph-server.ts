@@ -33,6 +33,7 @@ import type { Database } from './db/types.js';
 import { AppError, maskedError } from './errors.js';
 import { assertGatewayAccess, GATEWAY_SECRET_HEADER, isGatewayRequest } from './gateway-secret.js';
 import {
+  acceptsGraphQLResponseJson,
   documentError,
   GRAPHQL_RESPONSE_JSON,
   isJsonContentType,
@@ -308,13 +309,12 @@ export function createSubgraphServer(opts: SubgraphServerOptions): {
     }
     const extensions = { ...result.extensions, ...ctx.responseExtensions };
     if (Object.keys(extensions).length) out['extensions'] = extensions;
-    const accept = (req.headers.accept ?? '').toLowerCase();
     sendJson(
       res,
       200,
       out,
       {},
-      accept.includes('application/graphql-response+json') ? GRAPHQL_RESPONSE_JSON : undefined,
+      acceptsGraphQLResponseJson(req.headers.accept) ? GRAPHQL_RESPONSE_JSON : undefined,
     );
   };
 

@@ -12,7 +12,7 @@
  * putRecord one at a time, each under its own savepoint.
  */
 import { AppError, isClientCode, type AuthContext, type Queryable } from '@agentgraph/runtime';
-import { parseBatchRecord, type PutMemoriesRecord } from './input.js';
+import { contentTooLarge, parseBatchRecord, type PutMemoriesRecord } from './input.js';
 import type { MemoryRecordModel, WorkspaceModel } from './models.js';
 import {
   cleanRecord,
@@ -57,18 +57,8 @@ export function prepareBatch(records: readonly unknown[], maxPayloadBytes: numbe
     const parsed = parseBatchRecord(value, index);
     if (!parsed.ok) return { index, id, error: parsed.error };
     const { record } = parsed;
-    if (Buffer.byteLength(record.content, 'utf8') > maxPayloadBytes) {
-      const field = `input.records[${index}].content`;
-      return {
-        index,
-        id,
-        error: new AppError(
-          'PAYLOAD_TOO_LARGE',
-          `${field} is over the limit of ${maxPayloadBytes} bytes (UTF-8). Store less per record, or split it into several records.`,
-          { field, maxBytes: maxPayloadBytes },
-        ),
-      };
-    }
+    const tooLarge = contentTooLarge(record.content, `input.records[${index}].content`, maxPayloadBytes);
+    if (tooLarge) return { index, id, error: tooLarge };
     return { index, id: record.id, record };
   });
 }

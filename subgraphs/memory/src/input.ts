@@ -236,6 +236,16 @@ export const JobsArgs = z.object({
 });
 
 /** Parses arguments or throws BAD_USER_INPUT with the first problem (field path in extensions.field). */
+/** PAYLOAD_TOO_LARGE naming the field when the content is over `maxBytes` UTF-8 bytes (putMemory, putMemories). */
+export function contentTooLarge(content: string, field: string, maxBytes: number): AppError | null {
+  if (Buffer.byteLength(content, 'utf8') <= maxBytes) return null;
+  return new AppError(
+    'PAYLOAD_TOO_LARGE',
+    `${field} is over the limit of ${maxBytes} bytes (UTF-8). Store less per record, or split it into several records.`,
+    { field, maxBytes },
+  );
+}
+
 export function parseArgs<S extends z.ZodType>(schema: S, args: unknown): z.output<S> {
   const parsed = schema.safeParse(args);
   if (parsed.success) return parsed.data;

@@ -19,6 +19,7 @@ import {
 import { prepareBatch, putRecords } from './batch.js';
 import type { Resolvers } from './generated/resolvers.js';
 import {
+  contentTooLarge,
   CreateWorkspaceArgs,
   DeleteArgs,
   isUuid,
@@ -197,14 +198,8 @@ export function createResolvers(opts: ResolverOptions): Resolvers {
       putMemory: (_parent, args, ctx) => {
         requireWriter(ctx.auth);
         const { id, input, expectedVersion } = parseArgs(PutMemoryArgs, args);
-        const maxBytes = ctx.config.limits.maxPayloadBytes;
-        if (Buffer.byteLength(input.content, 'utf8') > maxBytes) {
-          throw new AppError(
-            'PAYLOAD_TOO_LARGE',
-            `input.content is over the limit of ${maxBytes} bytes (UTF-8). Store less per record, or split it into several records.`,
-            { field: 'input.content', maxBytes },
-          );
-        }
+        const tooLarge = contentTooLarge(input.content, 'input.content', ctx.config.limits.maxPayloadBytes);
+        if (tooLarge) throw tooLarge;
         return idempotentMutation(ctx, 'Mutation.putMemory', args, (tx, auth) =>
           store.putRecord(
             tx,

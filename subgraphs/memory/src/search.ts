@@ -64,10 +64,13 @@ const ident = (name: string) => `"${name.replace(/"/g, '""')}"`;
 export const scoreKey = (value: string): boolean =>
   value.length <= 32 && value.trim() !== '' && Number.isFinite(Number(value));
 
+/** SQL: whether the HNSW index of dimension `dim` (an int expression) exists (migration 005 names it). */
+const hnswIndexExists = (dim: string) => `to_regclass('memory.records_hnsw_' || ${dim}) IS NOT NULL`;
+
 /** Which of these dimensions have their HNSW index (created by migration 005's trigger where pgvector exists). */
 export async function hnswDimensions(tx: Queryable, dims: readonly number[]): Promise<Map<number, boolean>> {
   const r = await tx.query<{ d: number; ok: boolean }>(
-    `SELECT d, to_regclass('memory.records_hnsw_' || d) IS NOT NULL AS ok FROM unnest($1::int[]) AS d`,
+    `SELECT d, ${hnswIndexExists('d')} AS ok FROM unnest($1::int[]) AS d`,
     [dims],
   );
   return new Map(r.rows.map((row) => [Number(row.d), row.ok === true]));
@@ -104,7 +107,7 @@ export async function searchRecords(
   if (q.embedding !== null) {
     // One catalog read: the dimension's HNSW index, and the cube column with its extension's schema.
     const probe = await tx.query<{ hnsw: boolean; cube: string | null }>(
-      `SELECT to_regclass('memory.records_hnsw_' || $1::int) IS NOT NULL AS hnsw,
+      `SELECT ${hnswIndexExists('$1::int')} AS hnsw,
               (SELECT n.nspname::text FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
                 WHERE e.extname = 'cube'
                   AND EXISTS (SELECT 1 FROM pg_attribute a WHERE a.attrelid = 'memory.records'::regclass
