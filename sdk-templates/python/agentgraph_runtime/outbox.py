@@ -6,16 +6,20 @@ mutations on stdlib sqlite3.
 - A retryable failure -> RETRYABLE, resent after ``delay_for(attempt, failure)``; any other -> POISON at once; not
   SENT within the TTL (7 days) -> EXPIRED; first sent longer ago than ``key_retention_ms`` -> EXPIRED
   (IDEMPOTENCY_WINDOW_PASSED).
+- A failed delivery (the server took the message and failed on it: code INTERNAL_SERVER_ERROR, or HTTP status 500
+  under any code) counts in ``failed_deliveries``; at ``max_failed_deliveries`` (default 3) the entry goes to POISON
+  with that error as its reason. Offline and wait-for-me answers (NETWORK_ERROR, TIMEOUT, 502/503/504, RATE_LIMITED,
+  SERVICE_UNAVAILABLE, IDEMPOTENCY_KEY_IN_PROGRESS) do not count: they retry until the TTL. ``revive`` resets it.
 - On open, entries left SENDING by a crash go back to QUEUED with their key.
 """
 from __future__ import annotations
 
 import asyncio
 import json
-import math
 import sqlite3
 import uuid
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import Any, Awaitable, Callable, Dict, List, Optional, Sequence
 
 from .clock import AbortController, AbortSignal, Clock, system_clock
@@ -24,6 +28,7 @@ from .sqlite_util import Target, migrate, open_sqlite
 STATES = ("QUEUED", "SENDING", "RETRYABLE", "SENT", "POISON", "EXPIRED")
 PENDING_STATES = ("QUEUED", "SENDING", "RETRYABLE")
 DEFAULT_OUTBOX_TTL_MS = 7 * 24 * 60 * 60 * 1000
+DEFAULT_MAX_FAILED_DELIVERIES = 3
 
 
 @dataclass
@@ -48,6 +53,7 @@ class OutboxEntry:
     updated_at: float
     expires_at: float
     first_attempt_at: Optional[float]
+    failed_deliveries: int = 0
 
 
 @dataclass
@@ -56,6 +62,13 @@ class SendFailure:
     message: str
     retryable: bool
     retry_after_ms: Optional[float] = None
+    status: Optional[int] = None
+
+    @property
+    def failed_delivery(self) -> bool:
+        """The server took the message and failed on it (INTERNAL_SERVER_ERROR, or HTTP 500 under any code).
+        Offline, timeouts, 502/503/504, rate limits and a key still in progress say nothing about the message."""
+        return self.retryable and (self.code == "INTERNAL_SERVER_ERROR" or self.status == 500)
 
 
 def describe_failure(error: BaseException) -> SendFailure:
@@ -64,11 +77,13 @@ def describe_failure(error: BaseException) -> SendFailure:
     code = getattr(error, "code", None)
     message = str(error)
     retry_after = getattr(error, "retry_after_ms", None)
+    status = getattr(error, "status", None)
     return SendFailure(
         code=code if isinstance(code, str) and code else "UNKNOWN_ERROR",
         message=message if len(message) <= 500 else message[:500] + "…",
         retryable=getattr(error, "retryable", False) is True,
         retry_after_ms=retry_after if isinstance(retry_after, (int, float)) and retry_after >= 0 else None,
+        status=status if isinstance(status, int) and not isinstance(status, bool) else None,
     )
 
 
@@ -118,8 +133,16 @@ MIGRATIONS = [
          first_attempt_at REAL
        );
        CREATE INDEX outbox_entries_pending ON outbox_entries (room, seq)
-         WHERE state IN ('QUEUED', 'SENDING', 'RETRYABLE')"""
+         WHERE state IN ('QUEUED', 'SENDING', 'RETRYABLE')""",
+    # 2: failed deliveries (poison after max_failed_deliveries); existing entries start at 0.
+    "ALTER TABLE outbox_entries ADD COLUMN failed_deliveries INTEGER NOT NULL DEFAULT 0",
 ]
+
+
+def _iso(ms: float) -> str:
+    """Milliseconds since the epoch as JavaScript's Date.toISOString() writes them (UTC, milliseconds, Z)."""
+    moment = datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 
 
 def _in_list(states: Sequence[str]) -> str:
@@ -134,7 +157,7 @@ def _entry(row: sqlite3.Row) -> OutboxEntry:
         last_error=None if row["last_error_code"] is None
         else OutboxError(row["last_error_code"], row["last_error_message"] or ""),
         created_at=row["created_at"], updated_at=row["updated_at"], expires_at=row["expires_at"],
-        first_attempt_at=row["first_attempt_at"],
+        first_attempt_at=row["first_attempt_at"], failed_deliveries=row["failed_deliveries"],
     )
 
 
@@ -216,14 +239,17 @@ class SqliteOutboxStore:
     def mark_sent(self, id_: str, now: float) -> OutboxEntry:
         return self._move(id_, ("SENDING",), "SENT", "last_error_code = NULL, last_error_message = NULL", (), now)
 
-    def mark_retryable(self, id_: str, now: float, next_at: float, error: OutboxError) -> OutboxEntry:
+    def mark_retryable(self, id_: str, now: float, next_at: float, error: OutboxError,
+                       failed_delivery: bool = False) -> OutboxEntry:
         return self._move(id_, ("SENDING",), "RETRYABLE",
-                          "next_attempt_at = ?, last_error_code = ?, last_error_message = ?",
-                          (next_at, error.code, error.message), now)
+                          "next_attempt_at = ?, last_error_code = ?, last_error_message = ?, "
+                          "failed_deliveries = failed_deliveries + ?",
+                          (next_at, error.code, error.message, 1 if failed_delivery else 0), now)
 
-    def mark_poison(self, id_: str, now: float, error: OutboxError) -> OutboxEntry:
-        return self._move(id_, ("SENDING",), "POISON", "last_error_code = ?, last_error_message = ?",
-                          (error.code, error.message), now)
+    def mark_poison(self, id_: str, now: float, error: OutboxError, failed_delivery: bool = False) -> OutboxEntry:
+        return self._move(id_, ("SENDING",), "POISON",
+                          "last_error_code = ?, last_error_message = ?, failed_deliveries = failed_deliveries + ?",
+                          (error.code, error.message, 1 if failed_delivery else 0), now)
 
     def mark_expired(self, id_: str, now: float, error: OutboxError) -> OutboxEntry:
         return self._move(id_, ("QUEUED", "RETRYABLE"), "EXPIRED",
@@ -235,7 +261,8 @@ class SqliteOutboxStore:
 
     def revive(self, id_: str, now: float, expires_at: float) -> OutboxEntry:
         return self._move(id_, ("POISON", "EXPIRED"), "QUEUED",
-                          "next_attempt_at = NULL, last_error_code = NULL, last_error_message = NULL, expires_at = ?",
+                          "next_attempt_at = NULL, last_error_code = NULL, last_error_message = NULL, expires_at = ?, "
+                          "failed_deliveries = 0",
                           (expires_at,), now)
 
     def purge(self, before: float, states: Sequence[str] = ("SENT", "POISON", "EXPIRED")) -> int:
@@ -268,9 +295,14 @@ class Outbox:
         new_key: Optional[Callable[[], str]] = None,
         key_retention_ms: Optional[float] = None,
         on_change: Optional[Callable[[OutboxEntry], None]] = None,
+        max_failed_deliveries: int = DEFAULT_MAX_FAILED_DELIVERIES,
     ) -> None:
         if not isinstance(concurrency, int) or concurrency < 1:
             raise ValueError("Outbox: concurrency must be a positive integer.")
+        if isinstance(max_failed_deliveries, bool) or not isinstance(max_failed_deliveries, int) \
+                or max_failed_deliveries < 1:
+            raise ValueError(f"Outbox: max_failed_deliveries must be an integer >= 1 (got {max_failed_deliveries!r}); "
+                             "it is how many times the server may fail on one entry before it is poisoned.")
         if not ttl_ms > 0:
             raise ValueError("Outbox: ttl_ms must be positive.")
         self._store = store
@@ -282,6 +314,7 @@ class Outbox:
         self._new_id = new_id or (lambda: str(uuid.uuid4()))
         self._new_key = new_key or (lambda: str(uuid.uuid4()))
         self._key_retention = key_retention_ms
+        self._max_failed = max_failed_deliveries
         self._on_change = on_change or (lambda entry: None)
         self._in_flight: Dict[str, asyncio.Task] = {}
         self._stop_sends = AbortController()
@@ -359,7 +392,24 @@ class Outbox:
         return self._store.list(states, room)
 
     def dead_letters(self, include_expired: bool = True) -> List[OutboxEntry]:
+        """POISON entries (and EXPIRED ones unless ``include_expired=False``), oldest first."""
         return self._store.list(("POISON", "EXPIRED") if include_expired else ("POISON",))
+
+    def export_dead_letters(self, include_expired: bool = True) -> str:
+        """The dead-letter list as JSON in the TypeScript SDK's shape (camelCase keys, times as ISO 8601, with
+        ``failedDeliveries`` and ``lastError``). Holds the entries' variables: it is the app's own data."""
+        return json.dumps({
+            "exportedAt": _iso(self._clock.now()),
+            "entries": [{
+                "id": e.id, "seq": e.seq, "room": e.room, "operation": e.operation, "variables": e.variables,
+                "idempotencyKey": e.idempotency_key, "state": e.state, "attempts": e.attempts,
+                "failedDeliveries": e.failed_deliveries,
+                "lastError": None if e.last_error is None else {"code": e.last_error.code,
+                                                                 "message": e.last_error.message},
+                "createdAt": _iso(e.created_at), "updatedAt": _iso(e.updated_at), "expiresAt": _iso(e.expires_at),
+                "firstAttemptAt": None if e.first_attempt_at is None else _iso(e.first_attempt_at),
+            } for e in self.dead_letters(include_expired)],
+        }, indent=2, ensure_ascii=False)
 
     async def revive(self, id_: str) -> OutboxEntry:
         now = self._clock.now()
@@ -471,14 +521,18 @@ class Outbox:
             self._on_change(self._store.mark_sent(entry.id, now))
         elif signal.aborted:
             self._on_change(self._store.requeue(entry.id, now))
-        elif failure.retryable:
+        elif failure.retryable and not (failure.failed_delivery
+                                        and entry.failed_deliveries + 1 >= self._max_failed):
             delay = max(0.0, self._delay_for(entry.attempts, failure))
             self.counts["retried"] += 1
             self._on_change(self._store.mark_retryable(entry.id, now, now + delay,
-                                                       OutboxError(failure.code, failure.message)))
+                                                       OutboxError(failure.code, failure.message),
+                                                       failure.failed_delivery))
         else:
+            # Not retryable, or the server failed on it max_failed_deliveries times: the dead-letter list.
             self.counts["poisoned"] += 1
-            self._on_change(self._store.mark_poison(entry.id, now, OutboxError(failure.code, failure.message)))
+            self._on_change(self._store.mark_poison(entry.id, now, OutboxError(failure.code, failure.message),
+                                                    failure.failed_delivery))
 
 
 def client_send(client: Any, operations: Dict[str, Any]) -> OutboxSend:
@@ -494,4 +548,5 @@ def client_send(client: Any, operations: Dict[str, Any]) -> OutboxSend:
     return send
 
 
-__all__ = ["Outbox", "OutboxEntry", "SqliteOutboxStore", "exponential_outbox_delay", "client_send", "math"]
+__all__ = ["DEFAULT_MAX_FAILED_DELIVERIES", "Outbox", "OutboxEntry", "SendFailure", "SqliteOutboxStore",
+           "exponential_outbox_delay", "client_send", "describe_failure"]

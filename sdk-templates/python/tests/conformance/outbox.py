@@ -28,10 +28,12 @@ def state_problems(where: str, want: Dict[str, Any], entries: List[Any], recover
     problems: List[str] = []
     if "entries" in want:
         got = [{"key": e.idempotency_key, "room": e.room, "state": e.state, "attempts": e.attempts,
+                "failedDeliveries": e.failed_deliveries,
                 "lastError": {"code": e.last_error.code} if e.last_error else None} for e in entries]
         same = len(got) == len(want["entries"]) and all(
             w["key"] == g["key"] and w["room"] == g["room"] and w["state"] == g["state"]
             and w["attempts"] == g["attempts"]
+            and ("failedDeliveries" not in w or w["failedDeliveries"] == g["failedDeliveries"])
             and ("lastError" not in w or json_equal(w["lastError"], g["lastError"]))
             and ("operation" not in w or w["operation"] == e.operation)
             and ("variables" not in w or json_equal(w["variables"], e.variables))
@@ -96,6 +98,8 @@ async def run(vector: Dict[str, Any], file: str, clock: FakeClock, random: Scrip
             options["concurrency"] = config["concurrency"]
         if "ttlMs" in config:
             options["ttl_ms"] = config["ttlMs"]
+        if "maxFailedDeliveries" in config:
+            options["max_failed_deliveries"] = config["maxFailedDeliveries"]
         return store, await Outbox.open(store, send, **options)
 
     store, outbox = await open_outbox()

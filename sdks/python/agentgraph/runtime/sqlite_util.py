@@ -1,5 +1,8 @@
-"""Opening the SDK's SQLite file (stdlib sqlite3): WAL, autocommit with explicit transactions, and a per-component
-schema version in ``agentgraph_schema`` so the outbox, inbox and replay cache can share one file."""
+"""Opening the SDK's SQLite file (stdlib sqlite3): WAL, ``synchronous = FULL`` (a committed change survives a power
+cut, not only a crash of the process: NORMAL in WAL mode can lose the last commits; the TypeScript and C# SDKs use
+FULL too), autocommit with explicit transactions, and a per-component schema version in ``agentgraph_schema`` so the
+outbox, inbox and replay cache can share one file. Migrations are forward-only: a file made by an older SDK opens
+and gets the missing steps."""
 from __future__ import annotations
 
 import sqlite3
@@ -15,7 +18,7 @@ def open_sqlite(target: Target) -> Tuple[sqlite3.Connection, bool]:
     db = sqlite3.connect(target, isolation_level=None, check_same_thread=False)
     db.row_factory = sqlite3.Row
     db.execute("PRAGMA journal_mode = WAL")
-    db.execute("PRAGMA synchronous = NORMAL")
+    db.execute("PRAGMA synchronous = FULL")
     db.execute("PRAGMA busy_timeout = 5000")
     return db, True
 
