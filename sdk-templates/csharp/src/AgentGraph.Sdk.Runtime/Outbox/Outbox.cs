@@ -4,8 +4,17 @@ using System.Threading.Channels;
 
 namespace AgentGraph.Sdk.Outbox;
 
-/// <summary>How a failed send is read: code, message, retryable, the server's wait.</summary>
-public sealed record SendFailure(string Code, string Message, bool Retryable, double? RetryAfterMs);
+/// <summary>How a failed send is read: code, message, retryable, the server's wait, the HTTP status if there was one.</summary>
+public sealed record SendFailure(string Code, string Message, bool Retryable, double? RetryAfterMs, int? Status = null)
+{
+    /// <summary>
+    /// True when a retryable failure counts toward the poison limit (<see cref="OutboxOptions.MaxFailedDeliveries"/>):
+    /// the server took the message and failed on it (code INTERNAL_SERVER_ERROR, or HTTP status 500 under any code).
+    /// Offline and "wait" answers (NETWORK_ERROR, TIMEOUT, 502/503/504, RATE_LIMITED, SERVICE_UNAVAILABLE,
+    /// IDEMPOTENCY_KEY_IN_PROGRESS) say nothing about the message: they retry until the TTL without counting.
+    /// </summary>
+    public bool IsFailedDelivery => Retryable && (Code == "INTERNAL_SERVER_ERROR" || Status == 500);
+}
 
 /// <summary>Options of <see cref="OutboxWorker"/>.</summary>
 public sealed record OutboxOptions
@@ -35,12 +44,21 @@ public sealed record OutboxOptions
     /// (an entry settling as SENT, POISON or EXPIRED) instead of growing the file without bound. Null: unbounded.
     /// </summary>
     public int? MaxPending { get; init; }
+    /// <summary>
+    /// Failed deliveries (<see cref="SendFailure.IsFailedDelivery"/>) after which an entry goes to POISON instead of
+    /// being resent (default 3, at least 1). Other retryable failures never count: they retry until the TTL.
+    /// </summary>
+    public int MaxFailedDeliveries { get; init; } = DefaultMaxFailedDeliveries;
+
+    /// <summary>The default of <see cref="MaxFailedDeliveries"/>.</summary>
+    public const int DefaultMaxFailedDeliveries = 3;
 }
 
 /// <summary>
 /// The durable outbox (a port of the TypeScript SDK's outbox.ts): entries persisted with a key made once; rooms are
 /// ordering keys whose head blocks only that room; up to <c>Concurrency</c> rooms send at once; retryable failures
-/// → RETRYABLE with a delay, others → POISON; TTL → EXPIRED; on open, SENDING → QUEUED with the same key. The
+/// → RETRYABLE with a delay, others → POISON, and POISON also once the server failed on an entry
+/// <c>MaxFailedDeliveries</c> times; TTL → EXPIRED; on open, SENDING → QUEUED with the same key. The
 /// worker is woken through a bounded <see cref="Channel{T}"/> (capacity 1, coalescing: enqueues never block on it).
 /// </summary>
 public sealed class OutboxWorker : IAsyncDisposable
@@ -68,6 +86,8 @@ public sealed class OutboxWorker : IAsyncDisposable
         _newKey = options.NewKey ?? Idempotency.RandomKey;
         if (options.Concurrency < 1) throw new ArgumentException("Outbox: Concurrency must be a positive integer.", nameof(options));
         if (!(options.TtlMs > 0)) throw new ArgumentException("Outbox: TtlMs must be positive.", nameof(options));
+        if (options.MaxFailedDeliveries < 1)
+            throw new ArgumentException($"Outbox: MaxFailedDeliveries must be at least 1 (got {options.MaxFailedDeliveries}); it is how many times the server may fail on an entry before it goes to the dead-letter list.", nameof(options));
     }
 
     /// <summary>SENDING entries put back to QUEUED when the outbox was opened.</summary>
@@ -186,7 +206,33 @@ public sealed class OutboxWorker : IAsyncDisposable
     /// <summary>POISON and EXPIRED entries.</summary>
     public Task<IReadOnlyList<OutboxEntry>> DeadLettersAsync() => _o.Store.ListAsync([OutboxState.POISON, OutboxState.EXPIRED]);
 
-    /// <summary>Puts a POISON or EXPIRED entry back in its room's line (same key, fresh TTL).</summary>
+    /// <summary>
+    /// The dead-letter list as JSON in the TypeScript SDK's shape (camelCase keys, times as ISO 8601, with
+    /// <c>failedDeliveries</c> and <c>lastError</c>): POISON entries, and EXPIRED ones unless
+    /// <paramref name="includeExpired"/> is false. Holds the entries' variables: it is the app's own data.
+    /// </summary>
+    public async Task<string> ExportDeadLettersAsync(bool includeExpired = true, CancellationToken cancellationToken = default)
+    {
+        cancellationToken.ThrowIfCancellationRequested();
+        var entries = await _o.Store.ListAsync(includeExpired ? [OutboxState.POISON, OutboxState.EXPIRED] : [OutboxState.POISON]).ConfigureAwait(false);
+        static string Iso(double ms) => DateTimeOffset.FromUnixTimeMilliseconds((long)ms).UtcDateTime.ToString("yyyy-MM-dd'T'HH:mm:ss.fff'Z'", System.Globalization.CultureInfo.InvariantCulture);
+        var list = new JsonArray();
+        foreach (var e in entries)
+        {
+            list.Add(new JsonObject
+            {
+                ["id"] = e.Id, ["seq"] = e.Seq, ["room"] = e.Room, ["operation"] = e.Operation, ["variables"] = e.Variables.DeepClone(),
+                ["idempotencyKey"] = e.IdempotencyKey, ["state"] = e.State.ToString(), ["attempts"] = e.Attempts,
+                ["failedDeliveries"] = e.FailedDeliveries,
+                ["lastError"] = e.LastError is null ? null : new JsonObject { ["code"] = e.LastError.Code, ["message"] = e.LastError.Message },
+                ["createdAt"] = Iso(e.CreatedAt), ["updatedAt"] = Iso(e.UpdatedAt), ["expiresAt"] = Iso(e.ExpiresAt),
+                ["firstAttemptAt"] = e.FirstAttemptAt is { } first ? Iso(first) : null,
+            });
+        }
+        return new JsonObject { ["exportedAt"] = Iso(Now()), ["entries"] = list }.ToJsonString(new System.Text.Json.JsonSerializerOptions { WriteIndented = true });
+    }
+
+    /// <summary>Puts a POISON or EXPIRED entry back in its room's line (same key, fresh TTL, FailedDeliveries 0).</summary>
     public async Task<OutboxEntry> ReviveAsync(string id)
     {
         var now = Now();
@@ -311,7 +357,7 @@ public sealed class OutboxWorker : IAsyncDisposable
         ArgumentNullException.ThrowIfNull(error);
         var message = error.Message.Length > 500 ? error.Message[..500] + "…" : error.Message;
         return error is AgentGraphException e
-            ? new SendFailure(e.Code, message, e.Retryable, e.RetryAfterMs)
+            ? new SendFailure(e.Code, message, e.Retryable, e.RetryAfterMs, e.Status)
             : new SendFailure("UNKNOWN_ERROR", message, false, null);
     }
 
@@ -348,11 +394,17 @@ public sealed class OutboxWorker : IAsyncDisposable
         {
             Changed(await _o.Store.RequeueAsync(entry.Id, now).ConfigureAwait(false));
         }
+        else if (failure.Retryable && failure.IsFailedDelivery && entry.FailedDeliveries + 1 >= _o.MaxFailedDeliveries)
+        {
+            // The server took it and failed on it MaxFailedDeliveries times: the dead-letter list, with the last error.
+            Interlocked.Increment(ref _poisoned);
+            Changed(await _o.Store.MarkPoisonAsync(entry.Id, now, new OutboxErrorInfo(failure.Code, failure.Message), failedDelivery: true).ConfigureAwait(false));
+        }
         else if (failure.Retryable)
         {
             var delay = Math.Max(0, _delayFor(entry.Attempts, failure));
             Interlocked.Increment(ref _retried);
-            Changed(await _o.Store.MarkRetryableAsync(entry.Id, now, now + delay, new OutboxErrorInfo(failure.Code, failure.Message)).ConfigureAwait(false));
+            Changed(await _o.Store.MarkRetryableAsync(entry.Id, now, now + delay, new OutboxErrorInfo(failure.Code, failure.Message), failure.IsFailedDelivery).ConfigureAwait(false));
         }
         else
         {

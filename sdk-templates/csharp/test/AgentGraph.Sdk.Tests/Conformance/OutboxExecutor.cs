@@ -55,6 +55,7 @@ internal static class OutboxExecutor
             Concurrency = (int)(Json.Num(config["concurrency"]) ?? 4),
             TtlMs = Json.Num(config["ttlMs"]) ?? 604_800_000,
             KeyRetentionMs = Json.Num(config["keyRetentionMs"]),
+            MaxFailedDeliveries = (int)(Json.Num(config["maxFailedDeliveries"]) ?? OutboxOptions.DefaultMaxFailedDeliveries),
             DelayFor = OutboxWorker.ExponentialDelay(Json.Num(config["retry"]?["baseDelayMs"]) ?? 1_000, Json.Num(config["retry"]?["maxDelayMs"]) ?? 300_000),
             NewId = () => $"entry-{Interlocked.Increment(ref ids)}",
             NewKey = () =>
@@ -156,13 +157,14 @@ internal static class OutboxExecutor
                 var e = entries[i];
                 return Json.Str(w!["key"]) == e.IdempotencyKey && Json.Str(w["room"]) == e.Room && Json.Str(w["state"]) == e.State.ToString()
                     && Json.Num(w["attempts"]) == e.Attempts
+                    && (w["failedDeliveries"] is null || Json.Num(w["failedDeliveries"]) == e.FailedDeliveries)
                     && (!w.AsObject().ContainsKey("lastError") || (w["lastError"] is null ? e.LastError is null : Json.Str(w["lastError"]!["code"]) == e.LastError?.Code))
                     && (w["operation"] is null || Json.Str(w["operation"]) == e.Operation)
                     && (w["variables"] is null || Json.Equal(w["variables"], e.Variables));
             }).All(x => x);
             if (!same)
             {
-                var got = string.Join(", ", entries.Select(e => $"{e.IdempotencyKey}/{e.Room}/{e.State}/{e.Attempts}/{e.LastError?.Code}"));
+                var got = string.Join(", ", entries.Select(e => $"{e.IdempotencyKey}/{e.Room}/{e.State}/{e.Attempts}/failedDeliveries {e.FailedDeliveries}/{e.LastError?.Code}"));
                 problems.Add($"{where} entries: expected {wantEntries.ToJsonString()}, got [{got}]");
             }
         }

@@ -35,4 +35,51 @@ public sealed class OutboxWorkerTests
         Assert.Equal(["k1", "k2", "k3"], sent);
         Assert.All(await outbox.ListAsync(), e => Assert.Equal(OutboxState.SENT, e.State));
     }
+
+    [Fact]
+    public async Task ReviveResetsFailedDeliveriesAndTheExportCarriesThem()
+    {
+        var dir = Directory.CreateTempSubdirectory("outbox-poison-");
+        var time = new FakeTimeProvider(DateTimeOffset.FromUnixTimeMilliseconds(1_700_000_000_000));
+        var failures = 2; // the first two sends fail on the server; the third (after revive) succeeds
+        await using var outbox = await OutboxWorker.OpenAsync(new OutboxOptions
+        {
+            Store = SqliteOutboxStore.Open(Path.Combine(dir.FullName, "o.db")),
+            TimeProvider = time,
+            MaxFailedDeliveries = 2,
+            DelayFor = (_, _) => 0,
+            Send = (_, _) => failures-- > 0
+                ? throw new AgentGraphException(new AgentGraphErrorInit { Code = "HTTP_ERROR", Message = "500 from the server", Retryable = true, Status = 500 })
+                : Task.CompletedTask,
+        });
+        var entry = await outbox.EnqueueAsync(new EnqueueInput("A", "PostMessage", IdempotencyKey: "k1"));
+        await outbox.DrainAsync().WaitAsync(TimeSpan.FromSeconds(10));
+        var dead = Assert.Single(await outbox.DeadLettersAsync());
+        Assert.Equal((OutboxState.POISON, 2, 2, "HTTP_ERROR"), (dead.State, dead.Attempts, dead.FailedDeliveries, dead.LastError?.Code));
+        var export = System.Text.Json.Nodes.JsonNode.Parse(await outbox.ExportDeadLettersAsync())!;
+        Assert.Equal(2, (int)export["entries"]![0]!["failedDeliveries"]!);
+        Assert.Equal("HTTP_ERROR", (string?)export["entries"]![0]!["lastError"]!["code"]);
+        Assert.Equal("2023-11-14T22:13:20.000Z", (string?)export["exportedAt"]);
+
+        var revived = await outbox.ReviveAsync(entry.Id);
+        Assert.Equal((OutboxState.QUEUED, 0), (revived.State, revived.FailedDeliveries));
+        await outbox.DrainAsync().WaitAsync(TimeSpan.FromSeconds(10));
+        var sent = Assert.Single(await outbox.ListAsync());
+        Assert.Equal((OutboxState.SENT, 3, 0), (sent.State, sent.Attempts, sent.FailedDeliveries));
+        dir.Delete(true);
+    }
+
+    [Fact]
+    public async Task MaxFailedDeliveriesBelowOneIsRefused()
+    {
+        var dir = Directory.CreateTempSubdirectory("outbox-options-");
+        await using var store = SqliteOutboxStore.Open(Path.Combine(dir.FullName, "o.db"));
+        var error = await Assert.ThrowsAsync<ArgumentException>(() => OutboxWorker.OpenAsync(new OutboxOptions
+        {
+            Store = store,
+            MaxFailedDeliveries = 0,
+            Send = (_, _) => Task.CompletedTask,
+        }));
+        Assert.Contains("MaxFailedDeliveries must be at least 1", error.Message, StringComparison.Ordinal);
+    }
 }

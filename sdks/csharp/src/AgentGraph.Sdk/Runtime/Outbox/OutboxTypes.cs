@@ -41,6 +41,11 @@ public sealed record OutboxEntry
     public required OutboxState State { get; init; }
     /// <summary>Sends started so far.</summary>
     public required int Attempts { get; init; }
+    /// <summary>
+    /// Sends the server took and failed on (INTERNAL_SERVER_ERROR or HTTP 500); at the outbox's MaxFailedDeliveries
+    /// the entry goes to POISON. Reset to 0 when a dead letter is revived.
+    /// </summary>
+    public int FailedDeliveries { get; init; }
     /// <summary>RETRYABLE: not before this time.</summary>
     public double? NextAttemptAt { get; init; }
     /// <summary>The last failure.</summary>
@@ -85,14 +90,14 @@ public interface IOutboxStore : IAsyncDisposable
     Task<OutboxEntry> MarkSendingAsync(string id, double now);
     /// <summary>SENDING → SENT.</summary>
     Task<OutboxEntry> MarkSentAsync(string id, double now);
-    /// <summary>SENDING → RETRYABLE.</summary>
-    Task<OutboxEntry> MarkRetryableAsync(string id, double now, double nextAttemptAt, OutboxErrorInfo error);
-    /// <summary>SENDING → POISON.</summary>
-    Task<OutboxEntry> MarkPoisonAsync(string id, double now, OutboxErrorInfo error);
+    /// <summary>SENDING → RETRYABLE; with <paramref name="failedDelivery"/>, FailedDeliveries + 1.</summary>
+    Task<OutboxEntry> MarkRetryableAsync(string id, double now, double nextAttemptAt, OutboxErrorInfo error, bool failedDelivery = false);
+    /// <summary>SENDING → POISON; with <paramref name="failedDelivery"/>, FailedDeliveries + 1.</summary>
+    Task<OutboxEntry> MarkPoisonAsync(string id, double now, OutboxErrorInfo error, bool failedDelivery = false);
     /// <summary>QUEUED/RETRYABLE → EXPIRED with a reason.</summary>
     Task<OutboxEntry> MarkExpiredAsync(string id, double now, OutboxErrorInfo error);
     /// <summary>SENDING → QUEUED (stopped by the outbox itself).</summary>
     Task<OutboxEntry> RequeueAsync(string id, double now);
-    /// <summary>POISON/EXPIRED → QUEUED with a fresh TTL.</summary>
+    /// <summary>POISON/EXPIRED → QUEUED with a fresh TTL and FailedDeliveries 0.</summary>
     Task<OutboxEntry> ReviveAsync(string id, double now, double expiresAt);
 }

@@ -12,7 +12,14 @@ public sealed class SqliteOutboxStore : IOutboxStore
     private readonly SqliteConnection _db;
     private readonly SemaphoreSlim _gate = new(1, 1);
 
-    private const string Migration = """
+    /// <summary>
+    /// The schema, forward-only: migration <c>n</c> (1-based) runs once, when the file's <c>PRAGMA user_version</c>
+    /// is below <c>n</c>, and the version is raised in the same transaction. Files written before versioning have
+    /// version 0 and the table already: the first step is idempotent (IF NOT EXISTS) for them.
+    /// </summary>
+    internal static readonly string[] Migrations =
+    [
+        """
         CREATE TABLE IF NOT EXISTS outbox_entries (
           seq INTEGER PRIMARY KEY AUTOINCREMENT,
           id TEXT NOT NULL UNIQUE,
@@ -32,7 +39,10 @@ public sealed class SqliteOutboxStore : IOutboxStore
         );
         CREATE INDEX IF NOT EXISTS outbox_entries_pending ON outbox_entries (room, seq)
           WHERE state IN ('QUEUED', 'SENDING', 'RETRYABLE');
-        """;
+        """,
+        // 2: poison after MaxFailedDeliveries failed deliveries; entries already in the file start at 0.
+        "ALTER TABLE outbox_entries ADD COLUMN failed_deliveries INTEGER NOT NULL DEFAULT 0;",
+    ];
 
     private SqliteOutboxStore(SqliteConnection db) => _db = db;
 
@@ -40,7 +50,15 @@ public sealed class SqliteOutboxStore : IOutboxStore
     public static SqliteOutboxStore Open(string path, bool synchronousFull = true)
     {
         var db = SqliteFiles.Open(path, synchronousFull);
-        SqliteFiles.Exec(db, Migration);
+        try
+        {
+            SqliteFiles.Migrate(db, Migrations, path);
+        }
+        catch
+        {
+            db.Dispose();
+            throw;
+        }
         return new SqliteOutboxStore(db);
     }
 
@@ -54,6 +72,7 @@ public sealed class SqliteOutboxStore : IOutboxStore
         IdempotencyKey = r.GetString(r.GetOrdinal("idempotency_key")),
         State = Enum.Parse<OutboxState>(r.GetString(r.GetOrdinal("state"))),
         Attempts = r.GetInt32(r.GetOrdinal("attempts")),
+        FailedDeliveries = r.GetInt32(r.GetOrdinal("failed_deliveries")),
         NextAttemptAt = r.IsDBNull(r.GetOrdinal("next_attempt_at")) ? null : r.GetDouble(r.GetOrdinal("next_attempt_at")),
         LastError = r.IsDBNull(r.GetOrdinal("last_error_code"))
             ? null
@@ -162,12 +181,12 @@ public sealed class SqliteOutboxStore : IOutboxStore
         Move(id, ["SENDING"], OutboxState.SENT, "last_error_code = NULL, last_error_message = NULL", now);
 
     /// <inheritdoc/>
-    public Task<OutboxEntry> MarkRetryableAsync(string id, double now, double nextAttemptAt, OutboxErrorInfo error) =>
-        Move(id, ["SENDING"], OutboxState.RETRYABLE, "next_attempt_at = $4, last_error_code = $5, last_error_message = $6", now, nextAttemptAt, error.Code, error.Message);
+    public Task<OutboxEntry> MarkRetryableAsync(string id, double now, double nextAttemptAt, OutboxErrorInfo error, bool failedDelivery = false) =>
+        Move(id, ["SENDING"], OutboxState.RETRYABLE, "next_attempt_at = $4, last_error_code = $5, last_error_message = $6, failed_deliveries = failed_deliveries + $7", now, nextAttemptAt, error.Code, error.Message, failedDelivery ? 1 : 0);
 
     /// <inheritdoc/>
-    public Task<OutboxEntry> MarkPoisonAsync(string id, double now, OutboxErrorInfo error) =>
-        Move(id, ["SENDING"], OutboxState.POISON, "last_error_code = $4, last_error_message = $5", now, error.Code, error.Message);
+    public Task<OutboxEntry> MarkPoisonAsync(string id, double now, OutboxErrorInfo error, bool failedDelivery = false) =>
+        Move(id, ["SENDING"], OutboxState.POISON, "last_error_code = $4, last_error_message = $5, failed_deliveries = failed_deliveries + $6", now, error.Code, error.Message, failedDelivery ? 1 : 0);
 
     /// <inheritdoc/>
     public Task<OutboxEntry> MarkExpiredAsync(string id, double now, OutboxErrorInfo error) =>
@@ -179,7 +198,7 @@ public sealed class SqliteOutboxStore : IOutboxStore
 
     /// <inheritdoc/>
     public Task<OutboxEntry> ReviveAsync(string id, double now, double expiresAt) =>
-        Move(id, ["POISON", "EXPIRED"], OutboxState.QUEUED, "next_attempt_at = NULL, last_error_code = NULL, last_error_message = NULL, expires_at = $4", now, expiresAt);
+        Move(id, ["POISON", "EXPIRED"], OutboxState.QUEUED, "next_attempt_at = NULL, last_error_code = NULL, last_error_message = NULL, failed_deliveries = 0, expires_at = $4", now, expiresAt);
 
     /// <inheritdoc/>
     public async ValueTask DisposeAsync()
@@ -215,6 +234,36 @@ public static class SqliteFiles
                 $"The SQLite file {path} is in use by another process (it holds the file's exclusive lock). One process owns an outbox/inbox file: stop the other one, or give this process its own file.", error);
         }
         return db;
+    }
+
+    /// <summary>
+    /// Forward-only migrations: runs <paramref name="migrations"/>[i] for every version i + 1 above the file's
+    /// <c>PRAGMA user_version</c>, each in one transaction with the version raised. A file from a newer SDK (a
+    /// higher version than this one knows) is refused rather than written with an older schema.
+    /// </summary>
+    public static void Migrate(SqliteConnection db, IReadOnlyList<string> migrations, string path)
+    {
+        ArgumentNullException.ThrowIfNull(db);
+        ArgumentNullException.ThrowIfNull(migrations);
+        using var read = db.CreateCommand();
+        read.CommandText = "PRAGMA user_version";
+        var version = Convert.ToInt32(read.ExecuteScalar(), System.Globalization.CultureInfo.InvariantCulture);
+        if (version > migrations.Count)
+            throw new InvalidOperationException(
+                $"The SQLite file {path} has schema version {version}; this SDK knows versions up to {migrations.Count}. It was written by a newer SDK: open it with that version (or a newer one).");
+        for (var i = version; i < migrations.Count; i++)
+        {
+            using var tx = db.BeginTransaction();
+            using (var cmd = db.CreateCommand())
+            {
+                cmd.Transaction = tx;
+#pragma warning disable CA2100 // migrations are constants of this assembly
+                cmd.CommandText = $"{migrations[i]}\nPRAGMA user_version = {i + 1};";
+#pragma warning restore CA2100
+                cmd.ExecuteNonQuery();
+            }
+            tx.Commit();
+        }
     }
 
     /// <summary>Runs SQL without results.</summary>
