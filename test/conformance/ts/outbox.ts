@@ -6,7 +6,8 @@
  * - `config` — `idempotencyKeys` (what the key factory returns, in order; making more is a failure), `concurrency`
  *   (rooms sending at once, default 4), `ttlMs` (default 604 800 000 = 7 days), `retry` {`baseDelayMs`,
  *   `maxDelayMs`} of the delay between whole sends: base · 2^(attempt−1) capped at max, at least the error's
- *   `retryAfterMs` (defaults 1 000 and 300 000), `keyRetentionMs` (unset: only the TTL).
+ *   `retryAfterMs` (defaults 1 000 and 300 000), `keyRetentionMs` (unset: only the TTL), `maxFailedDeliveries`
+ *   (failed deliveries, INTERNAL_SERVER_ERROR or HTTP 500, after which an entry goes to POISON; default 3).
  * - `outcomes` — per idempotency key, what its sends do, in order (after the list: `ok`): `"ok"` (resolves),
  *   `"hang"` (never settles: the process is busy sending when it dies) or `{ "error": { code, retryable,
  *   retryAfterMs?, status? } }` (rejects with that SDK error).
@@ -17,7 +18,8 @@
  *   `{ "check": { … } }` (compare the state now, same fields as `expect` without `sends`).
  * - `expect` — `sends`: every send as { room, key, at } (`at` = fake ms since the start); compared room by room, in
  *   order, with exact times (the order across rooms is not pinned except through `at`). `entries`: every entry in
- *   enqueue order as { key, room, state, attempts, lastError?: { code } | null, operation?, variables? }.
+ *   enqueue order as { key, room, state, attempts, failedDeliveries?, lastError?: { code } | null, operation?,
+ *   variables? } (optional fields are compared when present).
  *   `recovered`: SENDING entries put back to QUEUED by the last open. `deadLetters`: keys of POISON and EXPIRED
  *   entries in enqueue order.
  */
@@ -43,6 +45,7 @@ interface ExpectedEntry {
   room: string;
   state: string;
   attempts: number;
+  failedDeliveries?: number;
   lastError?: { code: string } | null;
   operation?: string;
   variables?: Record<string, unknown>;
@@ -69,6 +72,7 @@ export interface OutboxVector extends VectorEnvelope {
     ttlMs?: number;
     retry?: { baseDelayMs?: number; maxDelayMs?: number };
     keyRetentionMs?: number;
+    maxFailedDeliveries?: number;
   };
   outcomes?: Record<string, Outcome[]>;
   steps: Step[];
@@ -101,6 +105,7 @@ const entrySchema = {
     room: { type: 'string' },
     state: { enum: ['QUEUED', 'SENDING', 'RETRYABLE', 'SENT', 'POISON', 'EXPIRED'] },
     attempts: { type: 'integer', minimum: 0 },
+    failedDeliveries: { type: 'integer', minimum: 0 },
     lastError: {
       anyOf: [
         { type: 'null' },
@@ -155,6 +160,7 @@ export const schema = {
           additionalProperties: false,
         },
         keyRetentionMs: { type: 'integer', minimum: 1 },
+        maxFailedDeliveries: { type: 'integer', minimum: 1 },
       },
       required: ['idempotencyKeys'],
       additionalProperties: false,
@@ -262,6 +268,7 @@ function stateProblems(where: string, want: StateCheck, entries: OutboxEntry[], 
         room: e.room,
         state: e.state,
         attempts: e.attempts,
+        failedDeliveries: e.failedDeliveries,
         lastError: e.lastError ? { code: e.lastError.code } : null,
       };
       return item;
@@ -276,6 +283,7 @@ function stateProblems(where: string, want: StateCheck, entries: OutboxEntry[], 
           w.room === g.room &&
           w.state === g.state &&
           w.attempts === g.attempts &&
+          (w.failedDeliveries === undefined || w.failedDeliveries === g.failedDeliveries) &&
           (w.lastError === undefined || jsonEqual(w.lastError, g.lastError)) &&
           (w.operation === undefined || w.operation === e.operation) &&
           (w.variables === undefined || jsonEqual(w.variables, e.variables))
@@ -338,6 +346,7 @@ async function run(vector: OutboxVector, ctx: ExecutorContext): Promise<void> {
       concurrency: vector.config.concurrency,
       ttlMs: vector.config.ttlMs,
       keyRetentionMs: vector.config.keyRetentionMs,
+      maxFailedDeliveries: vector.config.maxFailedDeliveries,
       delayFor: exponentialOutboxDelay({
         baseMs: vector.config.retry?.baseDelayMs,
         maxMs: vector.config.retry?.maxDelayMs,

@@ -1,8 +1,13 @@
 /**
- * How the outbox reads a failed send: the SDK's errors carry `code`, `message`, `retryable` and `retryAfterMs`
- * (AgentGraphError). `retryable: true` → RETRYABLE with a delay; anything else → POISON at once. A thrown value
- * that is not such an error (a bug in the send function) is not retryable either: retrying it forever would hide
- * the bug behind a growing queue, so it goes to the dead-letter list where the app can see it.
+ * How the outbox reads a failed send: the SDK's errors carry `code`, `message`, `retryable`, `retryAfterMs` and
+ * `status` (AgentGraphError). `retryable: true` → RETRYABLE with a delay; anything else → POISON at once. A thrown
+ * value that is not such an error (a bug in the send function) is not retryable either: retrying it forever would
+ * hide the bug behind a growing queue, so it goes to the dead-letter list where the app can see it.
+ *
+ * A retryable failure is a *failed delivery* (counted toward the poison limit, `maxFailedDeliveries`) when the server
+ * took the message and failed on it: code INTERNAL_SERVER_ERROR, or HTTP status 500 under any code. Offline and
+ * "wait" answers (NETWORK_ERROR, TIMEOUT, 502/503/504, RATE_LIMITED, SERVICE_UNAVAILABLE,
+ * IDEMPOTENCY_KEY_IN_PROGRESS) say nothing about the message: they retry until the TTL without counting.
  */
 
 export interface SendFailure {
@@ -11,6 +16,8 @@ export interface SendFailure {
   retryable: boolean;
   /** The wait the server asked for, if any. */
   retryAfterMs?: number;
+  /** The HTTP status of the answer, when there was one. */
+  status?: number;
 }
 
 const MAX_MESSAGE = 500;
@@ -27,7 +34,13 @@ export function describeFailure(error: unknown): SendFailure {
   if (typeof e.retryAfterMs === 'number' && Number.isFinite(e.retryAfterMs) && e.retryAfterMs >= 0) {
     failure.retryAfterMs = e.retryAfterMs;
   }
+  if (typeof e.status === 'number' && Number.isInteger(e.status)) failure.status = e.status;
   return failure;
+}
+
+/** True when a retryable failure counts toward the poison limit: the server took the message and failed on it. */
+export function isFailedDelivery(failure: SendFailure): boolean {
+  return failure.retryable && (failure.code === 'INTERNAL_SERVER_ERROR' || failure.status === 500);
 }
 
 /** The delay before the next send of an entry that failed `attempt` times (1 after the first failure). */

@@ -6,14 +6,22 @@
  * - Rooms are ordering keys. The head of a room (its oldest pending entry) blocks only that room: while it waits to
  *   be retried, later entries of the same room wait, other rooms go on. Up to `concurrency` rooms send at once.
  * - A retryable failure → RETRYABLE, sent again after `delayFor(attempt, failure)`; any other failure → POISON at
- *   once (the dead-letter list), and the room moves on. An entry not SENT within its TTL (7 days) → EXPIRED.
+ *   once (the dead-letter list), and the room moves on. A retryable failure the server took the message for and
+ *   failed on (INTERNAL_SERVER_ERROR, HTTP 500: a failed delivery) is counted; at `maxFailedDeliveries` (3) the
+ *   entry goes to POISON with that error. An entry not SENT within its TTL (7 days) → EXPIRED.
  * - On open, entries left SENDING by a crash go back to QUEUED with their key (the server answers the resend with
  *   the stored result if the first send had committed).
  *
  * Browser-safe: it only talks to an OutboxStore (SqliteOutboxStore on Node).
  */
 import { systemClock, type Clock } from '../clock.js';
-import { defaultOutboxDelay, describeFailure, type OutboxDelay, type SendFailure } from './failure.js';
+import {
+  defaultOutboxDelay,
+  describeFailure,
+  isFailedDelivery,
+  type OutboxDelay,
+  type SendFailure,
+} from './failure.js';
 import {
   OutboxStateError,
   type OutboxEntry,
@@ -24,6 +32,8 @@ import {
 } from './types.js';
 
 export const DEFAULT_OUTBOX_TTL_MS = 7 * 24 * 60 * 60 * 1000;
+/** Failed deliveries (the server took the entry and failed on it) after which an entry goes to POISON. */
+export const DEFAULT_MAX_FAILED_DELIVERIES = 3;
 
 /** Sends one entry (the SDK client's execute with `entry.idempotencyKey`); throws the SDK's errors on failure. */
 export type OutboxSend = (entry: OutboxEntry, signal: AbortSignal) => Promise<unknown>;
@@ -39,6 +49,12 @@ export interface OutboxOptions {
   concurrency?: number;
   /** Delay before resending after a retryable failure (default: 1 s doubling to 5 min, at least Retry-After). */
   delayFor?: OutboxDelay;
+  /**
+   * Failed deliveries (INTERNAL_SERVER_ERROR or HTTP 500: the server took the message and failed on it) after which
+   * an entry goes to POISON instead of being sent again (default 3, at least 1). Offline and "wait" failures
+   * (network, timeout, 502/503/504, RATE_LIMITED, IDEMPOTENCY_KEY_IN_PROGRESS) are not counted.
+   */
+  maxFailedDeliveries?: number;
   newId?: () => string;
   newKey?: () => string;
   /**
@@ -111,6 +127,7 @@ export class Outbox {
   private readonly ttlMs: number;
   private readonly concurrency: number;
   private readonly delayFor: OutboxDelay;
+  private readonly maxFailedDeliveries: number;
   private readonly newId: () => string;
   private readonly newKey: () => string;
   private readonly keyRetentionMs: number | undefined;
@@ -138,6 +155,7 @@ export class Outbox {
     this.ttlMs = options.ttlMs ?? DEFAULT_OUTBOX_TTL_MS;
     this.concurrency = options.concurrency ?? 4;
     this.delayFor = options.delayFor ?? defaultOutboxDelay;
+    this.maxFailedDeliveries = options.maxFailedDeliveries ?? DEFAULT_MAX_FAILED_DELIVERIES;
     this.newId = options.newId ?? (() => globalThis.crypto.randomUUID());
     this.newKey = options.newKey ?? (() => globalThis.crypto.randomUUID());
     this.keyRetentionMs = options.keyRetentionMs;
@@ -146,6 +164,11 @@ export class Outbox {
       throw new TypeError('Outbox: concurrency must be a positive integer.');
     }
     if (!(this.ttlMs > 0)) throw new TypeError('Outbox: ttlMs must be positive.');
+    if (!Number.isInteger(this.maxFailedDeliveries) || this.maxFailedDeliveries < 1) {
+      throw new TypeError(
+        `Outbox: maxFailedDeliveries must be an integer of at least 1 (got ${String(options.maxFailedDeliveries)}).`,
+      );
+    }
   }
 
   /** Opens an outbox on a store: crash recovery (SENDING → QUEUED, same key), then expiry. */
@@ -257,7 +280,10 @@ export class Outbox {
     return JSON.stringify(out, null, 2);
   }
 
-  /** Puts a POISON or EXPIRED entry back in its room's line (same key, fresh TTL), e.g. after fixing its cause. */
+  /**
+   * Puts a POISON or EXPIRED entry back in its room's line (same key, fresh TTL, failedDeliveries 0), e.g. after
+   * fixing its cause.
+   */
   async revive(id: string): Promise<OutboxEntry> {
     const now = this.clock.now();
     const entry = await this.store.revive(id, now, now + this.ttlMs);
@@ -400,16 +426,18 @@ export class Outbox {
       this.onChange(await this.store.markSent(entry.id, now));
     } else if (signal.aborted) {
       this.onChange(await this.store.requeue(entry.id, now));
-    } else if (failure.retryable) {
-      const info: OutboxErrorInfo = { code: failure.code, message: failure.message };
-      const delay = Math.max(0, this.delayFor(entry.attempts, failure));
-      this.counts.retried++;
-      this.onChange(await this.store.markRetryable(entry.id, now, now + delay, info));
     } else {
-      this.counts.poisoned++;
-      this.onChange(
-        await this.store.markPoison(entry.id, now, { code: failure.code, message: failure.message }),
-      );
+      const info: OutboxErrorInfo = { code: failure.code, message: failure.message };
+      const failedDelivery = isFailedDelivery(failure);
+      const limitReached = failedDelivery && entry.failedDeliveries + 1 >= this.maxFailedDeliveries;
+      if (failure.retryable && !limitReached) {
+        const delay = Math.max(0, this.delayFor(entry.attempts, failure));
+        this.counts.retried++;
+        this.onChange(await this.store.markRetryable(entry.id, now, now + delay, info, { failedDelivery }));
+      } else {
+        this.counts.poisoned++;
+        this.onChange(await this.store.markPoison(entry.id, now, info, { failedDelivery }));
+      }
     }
   }
 }

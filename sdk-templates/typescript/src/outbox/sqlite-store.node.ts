@@ -11,6 +11,7 @@ import {
   type OutboxFilter,
   type OutboxState,
   type OutboxStore,
+  type FailureRecord,
 } from './types.js';
 import {
   listQuery,
@@ -42,6 +43,8 @@ const MIGRATIONS = [
    CREATE INDEX outbox_entries_pending ON outbox_entries (room, seq)
      WHERE state IN ('QUEUED', 'SENDING', 'RETRYABLE');
    CREATE INDEX outbox_entries_state ON outbox_entries (state, seq);`,
+  // 2: poison after maxFailedDeliveries failed deliveries; entries already in the file start at 0.
+  `ALTER TABLE outbox_entries ADD COLUMN failed_deliveries INTEGER NOT NULL DEFAULT 0;`,
 ];
 
 interface Row {
@@ -53,6 +56,7 @@ interface Row {
   idempotency_key: string;
   state: OutboxState;
   attempts: number;
+  failed_deliveries: number;
   next_attempt_at: number | null;
   last_error_code: string | null;
   last_error_message: string | null;
@@ -72,6 +76,7 @@ function toEntry(row: Row): OutboxEntry {
     idempotencyKey: row.idempotency_key,
     state: row.state,
     attempts: row.attempts,
+    failedDeliveries: row.failed_deliveries,
     nextAttemptAt: row.next_attempt_at,
     lastError:
       row.last_error_code === null
@@ -188,24 +193,30 @@ export class SqliteOutboxStore implements OutboxStore {
     now: number,
     nextAttemptAt: number,
     error: OutboxErrorInfo,
+    options: FailureRecord = {},
   ): Promise<OutboxEntry> {
     return this.move(
       id,
       ['SENDING'],
       'RETRYABLE',
-      'next_attempt_at = ?, last_error_code = ?, last_error_message = ?',
-      [nextAttemptAt, error.code, error.message],
+      'next_attempt_at = ?, last_error_code = ?, last_error_message = ?, failed_deliveries = failed_deliveries + ?',
+      [nextAttemptAt, error.code, error.message, options.failedDelivery ? 1 : 0],
       now,
     );
   }
 
-  async markPoison(id: string, now: number, error: OutboxErrorInfo): Promise<OutboxEntry> {
+  async markPoison(
+    id: string,
+    now: number,
+    error: OutboxErrorInfo,
+    options: FailureRecord = {},
+  ): Promise<OutboxEntry> {
     return this.move(
       id,
       ['SENDING'],
       'POISON',
-      'last_error_code = ?, last_error_message = ?',
-      [error.code, error.message],
+      'last_error_code = ?, last_error_message = ?, failed_deliveries = failed_deliveries + ?',
+      [error.code, error.message, options.failedDelivery ? 1 : 0],
       now,
     );
   }
@@ -230,7 +241,8 @@ export class SqliteOutboxStore implements OutboxStore {
       id,
       ['POISON', 'EXPIRED'],
       'QUEUED',
-      'next_attempt_at = NULL, last_error_code = NULL, last_error_message = NULL, expires_at = ?',
+      'next_attempt_at = NULL, last_error_code = NULL, last_error_message = NULL, failed_deliveries = 0, ' +
+        'expires_at = ?',
       [expiresAt],
       now,
     );

@@ -11,6 +11,7 @@ const entry = (operation: string): OutboxEntry => ({
   idempotencyKey: 'key-1',
   state: 'SENDING',
   attempts: 1,
+  failedDeliveries: 0,
   nextAttemptAt: null,
   lastError: null,
   createdAt: 0,

@@ -164,6 +164,93 @@ describe('Outbox: sending', () => {
   });
 });
 
+describe('Outbox: poison after failed deliveries', () => {
+  it('the third INTERNAL_SERVER_ERROR or HTTP 500 moves the entry to POISON with its error; the room goes on', async () => {
+    const clock = new TestClock();
+    const { outbox, calls } = await makeOutbox(clock, {
+      1: [
+        sdkError('INTERNAL_SERVER_ERROR', true, undefined, 500),
+        sdkError('HTTP_ERROR', true, undefined, 500),
+        sdkError('INTERNAL_SERVER_ERROR', true),
+        // never reached: the third failed delivery poisons at once
+        'ok',
+      ],
+    });
+    const first = await outbox.enqueue({ room: 'r', operation: 'Op', variables: { n: 1 } });
+    await outbox.enqueue({ room: 'r', operation: 'Op', variables: { n: 2 } });
+    await outbox.drain();
+    expect(calls).toEqual(['r:1:key-1', 'r:1:key-1', 'r:1:key-1', 'r:2:key-2']);
+    expect(clock.sleeps).toEqual([1_000, 2_000]);
+    expect(await outbox.get(first.id)).toMatchObject({
+      state: 'POISON',
+      attempts: 3,
+      failedDeliveries: 3,
+      lastError: { code: 'INTERNAL_SERVER_ERROR', message: 'INTERNAL_SERVER_ERROR from the server' },
+    });
+    expect(outbox.counters()).toMatchObject({ sends: 4, sent: 1, retried: 2, poisoned: 1 });
+    const exported = JSON.parse(await outbox.exportDeadLetters());
+    expect(exported.entries).toEqual([expect.objectContaining({ id: first.id, failedDeliveries: 3 })]);
+  });
+
+  it('offline and "wait" failures are not counted; a success keeps the count', async () => {
+    const clock = new TestClock();
+    const { outbox } = await makeOutbox(clock, {
+      1: [
+        sdkError('NETWORK_ERROR', true),
+        sdkError('TIMEOUT', true),
+        sdkError('HTTP_ERROR', true, undefined, 502),
+        sdkError('HTTP_ERROR', true, undefined, 504),
+        sdkError('SERVICE_UNAVAILABLE', true, undefined, 503),
+        sdkError('RATE_LIMITED', true, undefined, 429),
+        sdkError('IDEMPOTENCY_KEY_IN_PROGRESS', true, undefined, 409),
+        sdkError('INTERNAL_SERVER_ERROR', true, undefined, 500),
+        sdkError('INTERNAL_SERVER_ERROR', true, undefined, 500),
+      ],
+    });
+    const e = await outbox.enqueue({ room: 'r', operation: 'Op', variables: { n: 1 } });
+    await outbox.drain();
+    expect(await outbox.get(e.id)).toMatchObject({ state: 'SENT', attempts: 10, failedDeliveries: 2 });
+  });
+
+  it('maxFailedDeliveries sets the limit (1: the first failed delivery poisons); below 1 is refused', async () => {
+    const clock = new TestClock();
+    const { outbox, calls } = await makeOutbox(
+      clock,
+      { 1: [sdkError('NETWORK_ERROR', true), sdkError('INTERNAL_SERVER_ERROR', true, undefined, 500)] },
+      { maxFailedDeliveries: 1 },
+    );
+    const e = await outbox.enqueue({ room: 'r', operation: 'Op', variables: { n: 1 } });
+    await outbox.drain();
+    expect(calls).toHaveLength(2);
+    expect(await outbox.get(e.id)).toMatchObject({ state: 'POISON', failedDeliveries: 1 });
+    const store = SqliteOutboxStore.open(':memory:');
+    open.push(store);
+    for (const bad of [0, -1, 1.5, Number.NaN]) {
+      await expect(
+        Outbox.open({ store, clock, send: async () => undefined, maxFailedDeliveries: bad }),
+      ).rejects.toThrow(/maxFailedDeliveries must be an integer of at least 1/);
+    }
+  });
+
+  it('revive sets failedDeliveries back to 0: the entry gets its full number of deliveries again', async () => {
+    const clock = new TestClock();
+    const failing = () =>
+      Array.from({ length: 3 }, () => sdkError('INTERNAL_SERVER_ERROR', true, undefined, 500));
+    const { outbox, calls } = await makeOutbox(clock, { 1: [...failing(), ...failing()] });
+    const e = await outbox.enqueue({ room: 'r', operation: 'Op', variables: { n: 1 } });
+    await outbox.drain();
+    expect(await outbox.get(e.id)).toMatchObject({ state: 'POISON', failedDeliveries: 3 });
+    expect(await outbox.revive(e.id)).toMatchObject({
+      state: 'QUEUED',
+      failedDeliveries: 0,
+      lastError: null,
+    });
+    await outbox.drain();
+    expect(calls).toHaveLength(6);
+    expect(await outbox.get(e.id)).toMatchObject({ state: 'POISON', attempts: 6, failedDeliveries: 3 });
+  });
+});
+
 describe('Outbox: ordering per room', () => {
   it('a failing head blocks only its own room; other rooms go on', async () => {
     const clock = new TestClock();

@@ -1,7 +1,7 @@
 /** The outbox, browser-safe part (the SQLite store is in index.node.ts). */
-export { Outbox, DEFAULT_OUTBOX_TTL_MS } from './outbox.js';
+export { Outbox, DEFAULT_OUTBOX_TTL_MS, DEFAULT_MAX_FAILED_DELIVERIES } from './outbox.js';
 export type { OutboxOptions, OutboxSend, EnqueueInput, OutboxCounters, DeadLetterExport } from './outbox.js';
-export { defaultOutboxDelay, exponentialOutboxDelay, describeFailure } from './failure.js';
+export { defaultOutboxDelay, exponentialOutboxDelay, describeFailure, isFailedDelivery } from './failure.js';
 export { sendWithClient, type OutboxOperations } from './client-send.js';
 export type { OutboxDelay, SendFailure } from './failure.js';
 export { OutboxStateError, PENDING_STATES } from './types.js';
@@ -12,4 +12,5 @@ export type {
   OutboxState,
   OutboxStore,
   NewOutboxEntry,
+  FailureRecord,
 } from './types.js';

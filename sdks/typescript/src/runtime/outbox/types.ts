@@ -6,8 +6,10 @@
  *
  *   QUEUED ──send──► SENDING ──ok──► SENT
  *     ▲                 │ ├──retryable error──► RETRYABLE ──due──► SENDING
- *     └──crash/stop─────┘ └──other error──────► POISON (dead letter)
+ *     └──crash/stop─────┘ ├──other error──────► POISON (dead letter)
+ *                         └──the maxFailedDeliveries-th failed delivery──► POISON
  *   QUEUED / RETRYABLE ──expiresAt passed──► EXPIRED
+ *   POISON / EXPIRED ──revive──► QUEUED (failedDeliveries back to 0)
  */
 
 export type OutboxState = 'QUEUED' | 'SENDING' | 'RETRYABLE' | 'SENT' | 'POISON' | 'EXPIRED';
@@ -37,6 +39,11 @@ export interface OutboxEntry {
   state: OutboxState;
   /** Sends started so far (each one may itself be several HTTP attempts inside the client). */
   attempts: number;
+  /**
+   * Sends the server took and failed on (INTERNAL_SERVER_ERROR or HTTP 500; see failure.ts). At the outbox's
+   * `maxFailedDeliveries` (default 3) the entry goes to POISON. Reset to 0 by revive.
+   */
+  failedDeliveries: number;
   /** RETRYABLE: not before this time (epoch ms). */
   nextAttemptAt: number | null;
   lastError: OutboxErrorInfo | null;
@@ -64,6 +71,12 @@ export interface OutboxFilter {
   room?: string;
 }
 
+/** How a failed send is recorded. */
+export interface FailureRecord {
+  /** The server took the message and failed on it (counts toward the poison limit). Default false. */
+  failedDelivery?: boolean;
+}
+
 /**
  * Durable storage of outbox entries. Every method is one transaction; a move whose entry is not in an allowed
  * state throws OutboxStateError (so two workers can never both send the same entry).
@@ -83,15 +96,24 @@ export interface OutboxStore {
   markSending(id: string, now: number): Promise<OutboxEntry>;
   /** SENDING → SENT. */
   markSent(id: string, now: number): Promise<OutboxEntry>;
-  /** SENDING → RETRYABLE with the time of the next attempt. */
-  markRetryable(id: string, now: number, nextAttemptAt: number, error: OutboxErrorInfo): Promise<OutboxEntry>;
-  /** SENDING → POISON. */
-  markPoison(id: string, now: number, error: OutboxErrorInfo): Promise<OutboxEntry>;
+  /** SENDING → RETRYABLE with the time of the next attempt; `failedDelivery` adds one to failedDeliveries. */
+  markRetryable(
+    id: string,
+    now: number,
+    nextAttemptAt: number,
+    error: OutboxErrorInfo,
+    options?: FailureRecord,
+  ): Promise<OutboxEntry>;
+  /** SENDING → POISON; `failedDelivery` adds one to failedDeliveries (the send that reached the limit). */
+  markPoison(id: string, now: number, error: OutboxErrorInfo, options?: FailureRecord): Promise<OutboxEntry>;
   /** QUEUED/RETRYABLE → EXPIRED for one entry, with the reason (e.g. the server's key retention passed). */
   markExpired(id: string, now: number, error: OutboxErrorInfo): Promise<OutboxEntry>;
   /** SENDING → QUEUED (the send was stopped by the outbox itself, not failed). */
   requeue(id: string, now: number): Promise<OutboxEntry>;
-  /** POISON or EXPIRED → QUEUED with a fresh TTL and no error, for an application that fixed the cause. */
+  /**
+   * POISON or EXPIRED → QUEUED with a fresh TTL, no error and failedDeliveries 0, for an application that fixed
+   * the cause.
+   */
   revive(id: string, now: number, expiresAt: number): Promise<OutboxEntry>;
   /** Deletes SENT, POISON and EXPIRED entries last updated before `before`. Returns how many. */
   purge(before: number, states?: readonly OutboxState[]): Promise<number>;
