@@ -84,6 +84,7 @@ import {
 } from './persisted.js';
 import type { ConsoleRoutes } from './console/index.js';
 import { createStreamHandler, type StreamEndListener, type Timers } from './stream.js';
+import type { ReservationLimits } from './stream-reservations.js';
 import { subgraphSchemaOf, subscriptionOwners } from './supergraph.js';
 import { rememberRequestSpan, tracingPlugin } from './tracing.js';
 import type { Span } from '@opentelemetry/api';
@@ -118,6 +119,10 @@ export interface GatewayOptions {
   console?: ConsoleRoutes;
   /** Streams to a subgraph share one connection (default true) or get one each (see stream.ts). */
   streamMultiplex?: boolean;
+  /** graphql-sse single-connection mode on /graphql/stream: limits of reservations (stream-reservations.ts). */
+  streamReservations?: Partial<ReservationLimits>;
+  /** The clock of stream reservation expiry (tests inject a fake one). */
+  now?: () => number;
   /** The gateway's metrics, served on /metrics (default: a registry of its own, service "gateway"). */
   metrics?: Metrics;
 }
@@ -333,6 +338,8 @@ export async function createGateway(opts: GatewayOptions): Promise<Gateway> {
     timers: opts.timers,
     persisted,
     multiplex: opts.streamMultiplex,
+    reservations: opts.streamReservations,
+    now: opts.now,
   });
 
   const metrics = opts.metrics ?? createMetrics({ service: 'gateway' });

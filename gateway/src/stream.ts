@@ -1,5 +1,7 @@
 /**
- * /graphql/stream on the gateway: graphql-sse in distinct-connections mode. @apollo/gateway executes no
+ * /graphql/stream on the gateway: graphql-sse in distinct-connections mode, and in single-connection mode (a PUT
+ * reservation, one event stream, operations started and stopped by short requests: stream-reservations.ts).
+ * @apollo/gateway executes no
  * subscriptions, so each one is checked here (the request as graphql-sse reads it, document limits, the API schema,
  * then the owning subgraph's own schema) and forwarded to the subgraph that owns its root field; its event stream is
  * relayed byte for byte except events carrying errors (stream-relay.ts). Closing either side closes the other;
@@ -41,6 +43,14 @@ import { resolveStreamRequest, type PersistedDocuments } from './persisted.js';
 import { MuxClientStream, type ClientStreamHost, type StreamEndListener } from './stream-client.js';
 import { StreamMux } from './stream-mux.js';
 import { HeartbeatGroup, openUpstream, realTimers, SseRelay, type Timers } from './stream-relay.js';
+import {
+  DEFAULT_RESERVATION_LIMITS,
+  RESERVATION_TOKEN_HEADER,
+  ReservedOperation,
+  Reservations,
+  type Reservation,
+  type ReservationLimits,
+} from './stream-reservations.js';
 
 export { realTimers, type Timers } from './stream-relay.js';
 export type { StreamEndListener } from './stream-client.js';
@@ -70,6 +80,10 @@ export interface StreamOptions {
    * connection per stream (distinct connections, as a plain graphql-sse client would).
    */
   multiplex?: boolean;
+  /** Single-connection mode: reservations per principal, operations per reservation, unfulfilled reservation TTL. */
+  reservations?: Partial<ReservationLimits>;
+  /** The clock of reservation expiry (tests). */
+  now?: () => number;
 }
 
 interface Subscription {
@@ -273,6 +287,14 @@ function readParams(
   }
 }
 
+/** The reservation a single-connection request names: the graphql-sse header, or `?token=` (EventSource). */
+function reservationToken(req: IncomingMessage): string | undefined {
+  const header = req.headers[RESERVATION_TOKEN_HEADER];
+  if (typeof header === 'string' && header) return header;
+  const query = req.url?.split('?')[1];
+  return query ? (new URLSearchParams(query).get('token') ?? undefined) : undefined;
+}
+
 export function createStreamHandler(opts: StreamOptions) {
   const { log, limits } = opts;
   // Upstream streams get a connection each (never the query pools'); it ends with its stream. Those not yet answered
@@ -286,6 +308,19 @@ export function createStreamHandler(opts: StreamOptions) {
   const muxes = new Map<string, { mux: StreamMux; host: ClientStreamHost }>();
   const rules = opts.introspection ? specifiedRules : [...specifiedRules, NoSchemaIntrospectionCustomRule];
   let closed = false;
+  // Single-connection mode: the reservations, whose event streams join `open` while connected.
+  const reservations = new Reservations(
+    {
+      maskErrors: (data, correlationId) => maskErrors(data, correlationId),
+      failureEvent: (_reason, correlationId) => failureEvent(correlationId),
+      streamChanged(stream, isOpen) {
+        if (isOpen) open.add(stream);
+        else open.delete(stream);
+      },
+    },
+    { ...DEFAULT_RESERVATION_LIMITS, ...opts.reservations },
+    opts.now,
+  );
 
   const prepare = (query: string, operationName: string | undefined): PreparedStream => {
     const key = `${operationName ?? ''}\n${query}`;
@@ -454,6 +489,12 @@ export function createStreamHandler(opts: StreamOptions) {
     res: ServerResponse,
     ctx: StreamRequestContext,
   ): Promise<boolean> {
+    if (req.method === 'PUT') {
+      reserve(res, ctx);
+      return false;
+    }
+    const token = reservationToken(req);
+    if (token !== undefined) return serveReserved(req, res, ctx, token);
     const accept = (req.headers.accept ?? '').toLowerCase();
     if (!accept.includes('text/event-stream')) {
       respond(
@@ -461,7 +502,8 @@ export function createStreamHandler(opts: StreamOptions) {
         codedResponse(
           new AppError(
             'BAD_USER_INPUT',
-            'Streams need "Accept: text/event-stream" (graphql-sse, distinct connections mode).',
+            'Streams need "Accept: text/event-stream" (graphql-sse, distinct connections mode), or a reservation ' +
+              '(PUT, then its token in x-graphql-event-stream-token: single connection mode).',
           ),
           406,
           ctx.correlationId,
@@ -470,6 +512,26 @@ export function createStreamHandler(opts: StreamOptions) {
       );
       return false;
     }
+    const target = await readSubscription(req, res, ctx);
+    if (!target) return false;
+    const { owner, base, subscription } = target;
+    const headers = upstreamHeaders(ctx);
+    const opened = multiplex
+      ? await serveMultiplexed(res, ctx, owner, base, headers, subscription)
+      : await serveDistinct(res, ctx, owner, base, headers, subscription);
+    if (opened) releaseHeaders(req);
+    return opened;
+  }
+
+  /**
+   * The subscription a request asks for, checked (body, persisted document, parameters, document, owner), with the
+   * owning subgraph's origin; or `undefined` when the request was refused (answered here).
+   */
+  async function readSubscription(
+    req: IncomingMessage,
+    res: ServerResponse,
+    ctx: StreamRequestContext,
+  ): Promise<{ owner: string; base: string; subscription: Subscription; params: StreamParams } | undefined> {
     let text: string | null = null;
     if (req.method === 'POST') text = (await readSmallBody(req, limits.maxBodyBytes)).toString('utf8');
     // The document first (a hash alone, trusted documents): a refusal is thrown before anything is opened.
@@ -479,41 +541,29 @@ export function createStreamHandler(opts: StreamOptions) {
     const params = readParams(req.method, url, req.headers['content-type'], body);
     if ('status' in params && typeof params.status === 'number') {
       const message = params.message ?? `The stream request was refused (HTTP ${params.status}).`;
-      respond(
-        res,
-        [
-          JSON.stringify({
-            errors: [{ message, extensions: { code: 'BAD_USER_INPUT', correlationId: ctx.correlationId } }],
-          }),
-          {
-            status: params.status,
-            statusText: 'Error',
-            headers: { 'content-type': 'application/json; charset=utf-8' },
-          },
-        ],
-        ctx.correlationId,
-      );
-      return false;
+      refuse(res, params.status, new AppError('BAD_USER_INPUT', message), ctx.correlationId);
+      return undefined;
     }
     const checked = check(params as StreamParams, ctx);
     if (Array.isArray(checked)) {
       respond(res, checked, ctx.correlationId);
-      return false;
+      return undefined;
     }
     const base = opts.subgraphUrls[checked.owner];
     if (!base) {
-      respond(
+      refuse(
         res,
-        codedResponse(
-          new AppError('SERVICE_UNAVAILABLE', 'The stream source is not configured.'),
-          503,
-          ctx.correlationId,
-        ),
+        503,
+        new AppError('SERVICE_UNAVAILABLE', 'The stream source is not configured.'),
         ctx.correlationId,
       );
-      return false;
+      return undefined;
     }
+    return { ...checked, base, params: params as StreamParams };
+  }
 
+  /** What the subgraph gets with the caller's stream: its token, the gateway secret, trace and audit headers. */
+  const upstreamHeaders = (ctx: StreamRequestContext): Record<string, string> => {
     const headers: Record<string, string> = {
       authorization: ctx.authorization,
       ...(opts.gatewaySecret ? { [GATEWAY_SECRET_HEADER]: opts.gatewaySecret } : {}),
@@ -523,11 +573,190 @@ export function createStreamHandler(opts: StreamOptions) {
     };
     // The stream's request span goes on in the subgraph (which trusts it with the gateway secret only).
     injectTraceHeaders(headers);
-    const opened = multiplex
-      ? await serveMultiplexed(res, ctx, checked.owner, base, headers, checked.subscription)
-      : await serveDistinct(res, ctx, checked.owner, base, headers, checked.subscription);
-    if (opened) releaseHeaders(req);
-    return opened;
+    return headers;
+  };
+
+  const refuse = (res: ServerResponse, status: number, err: AppError, correlationId: string): void =>
+    respond(res, codedResponse(err, status, correlationId), correlationId);
+
+  /** Single-connection mode, PUT: a reservation for the caller, answered 201 with its token. */
+  const reserve = (res: ServerResponse, ctx: StreamRequestContext): void => {
+    if (closed) {
+      respond(res, shuttingDown(ctx.correlationId), ctx.correlationId);
+      return;
+    }
+    const made = reservations.reserve(ctx.auth);
+    if ('refused' in made) {
+      const max = reservations.limits.perPrincipal;
+      refuse(
+        res,
+        429,
+        new AppError(
+          'RATE_LIMITED',
+          `You hold ${max} stream reservations already (the limit). Carry more subscriptions on one reservation, or close an event stream first.`,
+          { retryAfterMs: 1000 },
+        ),
+        ctx.correlationId,
+      );
+      return;
+    }
+    if (!res.writable) return;
+    res
+      .writeHead(201, 'Created', {
+        'content-type': 'text/plain; charset=utf-8',
+        'cache-control': 'no-store',
+        'x-correlation-id': ctx.correlationId,
+      })
+      .end(made.reservation.token);
+  };
+
+  /**
+   * Single-connection mode, a request naming a reservation: its event stream (GET with `Accept: text/event-stream`),
+   * an operation to start (→ 202), or `DELETE ?operationId=` to stop one (→ 200). `true` when the event stream opened.
+   */
+  async function serveReserved(
+    req: IncomingMessage,
+    res: ServerResponse,
+    ctx: StreamRequestContext,
+    token: string,
+  ): Promise<boolean> {
+    const reservation = reservations.find(token, ctx.auth);
+    if (!reservation) {
+      refuse(
+        res,
+        404,
+        new AppError(
+          'NOT_FOUND',
+          'No stream reservation with this token for this caller (it expired, its event stream closed, or it was made with another access token). Make one with PUT /graphql/stream.',
+        ),
+        ctx.correlationId,
+      );
+      return false;
+    }
+    const search = new URLSearchParams((req.url ?? '').split('?')[1] ?? '');
+    if (req.method === 'DELETE') {
+      const operationId = search.get('operationId');
+      if (!operationId) {
+        refuse(
+          res,
+          400,
+          new AppError(
+            'BAD_USER_INPUT',
+            'Name the operation to stop: DELETE /graphql/stream?operationId=<id>.',
+          ),
+          ctx.correlationId,
+        );
+        return false;
+      }
+      reservation.operations.get(operationId)?.end(null);
+      if (res.writable) res.writeHead(200, { 'x-correlation-id': ctx.correlationId }).end();
+      return false;
+    }
+    const accept = (req.headers.accept ?? '').toLowerCase();
+    if (req.method === 'GET' && accept.includes('text/event-stream') && !search.has('query'))
+      return connectReserved(req, res, ctx, reservation);
+    await startReserved(req, res, ctx, reservation);
+    return false;
+  }
+
+  /** The reservation's one event stream. */
+  const connectReserved = (
+    req: IncomingMessage,
+    res: ServerResponse,
+    ctx: StreamRequestContext,
+    reservation: Reservation,
+  ): boolean => {
+    if (closed) {
+      respond(res, shuttingDown(ctx.correlationId), ctx.correlationId);
+      return false;
+    }
+    if (reservation.connected) {
+      refuse(
+        res,
+        409,
+        new AppError(
+          'BAD_USER_INPUT',
+          "This reservation's event stream is open already; a reservation has one event stream at a time.",
+        ),
+        ctx.correlationId,
+      );
+      return false;
+    }
+    if (res.destroyed) return false;
+    answerStream(res, ctx.correlationId);
+    reservation.connect(res, ctx.onEnd);
+    releaseHeaders(req);
+    return true;
+  };
+
+  /** One subscription on a reservation: checked like any stream, started upstream, answered 202. */
+  async function startReserved(
+    req: IncomingMessage,
+    res: ServerResponse,
+    ctx: StreamRequestContext,
+    reservation: Reservation,
+  ): Promise<void> {
+    const target = await readSubscription(req, res, ctx);
+    if (!target) return;
+    const operationId = (target.params.extensions as Record<string, unknown> | undefined)?.['operationId'];
+    if (typeof operationId !== 'string' || operationId.length === 0 || operationId.length > 128) {
+      refuse(
+        res,
+        400,
+        new AppError(
+          'BAD_USER_INPUT',
+          'An operation on a reservation needs "extensions": {"operationId": "<1 to 128 characters>"}; its events carry that id.',
+        ),
+        ctx.correlationId,
+      );
+      return;
+    }
+    if (reservation.operations.has(operationId)) {
+      refuse(
+        res,
+        409,
+        new AppError(
+          'BAD_USER_INPUT',
+          `An operation with id "${operationId}" is running on this reservation; use a new id.`,
+        ),
+        ctx.correlationId,
+      );
+      return;
+    }
+    if (reservation.operations.size >= reservations.limits.operations) {
+      refuse(
+        res,
+        429,
+        new AppError(
+          'RATE_LIMITED',
+          `This reservation runs ${reservations.limits.operations} operations already (the limit). Stop one, or make another reservation.`,
+          { retryAfterMs: 1000 },
+        ),
+        ctx.correlationId,
+      );
+      return;
+    }
+    const op = new ReservedOperation(operationId, reservation, ctx.correlationId);
+    reservation.operations.set(operationId, op);
+    const { mux } = muxFor(target.owner, target.base);
+    const answer = await mux.start(upstreamHeaders(ctx), target.subscription, op);
+    if (answer.kind !== 'accepted') {
+      reservation.forget(op);
+      if (answer.kind === 'unreachable') {
+        log.warn('stream source unreachable', { error: answer.error.message });
+        respond(
+          res,
+          closed ? shuttingDown(ctx.correlationId) : unavailable(ctx.correlationId),
+          ctx.correlationId,
+        );
+      } else respond(res, refusal(answer.status, answer.body, ctx.correlationId), ctx.correlationId);
+      return;
+    }
+    op.upstream = mux;
+    op.upstreamId = answer.id;
+    // The event stream closed (or the gateway began closing) while the subgraph answered: stop it there.
+    if (reservation.isClosed || closed) op.drop();
+    if (res.writable) res.writeHead(202, 'Accepted', { 'x-correlation-id': ctx.correlationId }).end();
   }
 
   /**
@@ -703,6 +932,7 @@ export function createStreamHandler(opts: StreamOptions) {
     /** Completes every open stream (each client gets `complete` and its connection ends). */
     completeAll(): void {
       for (const s of open.list()) s.finish();
+      reservations.finishAll();
     },
     /** Completes every stream and closes the upstream connections. */
     async close(): Promise<void> {
@@ -710,6 +940,7 @@ export function createStreamHandler(opts: StreamOptions) {
       // The shared connections first: the subgraphs end their operations, and no cancel is sent for each stream.
       for (const { mux } of muxes.values()) mux.close();
       for (const s of open.list()) s.finish();
+      reservations.finishAll();
       for (const abort of [...pending]) abort();
     },
   };

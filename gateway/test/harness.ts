@@ -21,7 +21,7 @@ import {
 } from '@agentgraph/runtime';
 import { GraphQLError, parse } from 'graphql';
 import { createLocalJWKSet, exportJWK, generateKeyPair, SignJWT } from 'jose';
-import { createGateway, type Gateway, type Timers } from '../src/index.js';
+import { createGateway, type Gateway, type GatewayOptions, type Timers } from '../src/index.js';
 
 export const ALPHA_SDL = /* GraphQL */ `
   extend schema @link(url: "https://specs.apollo.dev/federation/v2.7", import: ["@key"])
@@ -219,7 +219,11 @@ const fakeDb = { driver: 'pglite', ping: async () => undefined } as unknown as D
 
 export async function startHarness(
   env: Record<string, string> = {},
-  opts: { streamMultiplex?: boolean } = {},
+  opts: {
+    streamMultiplex?: boolean;
+    streamReservations?: GatewayOptions['streamReservations'];
+    now?: () => number;
+  } = {},
 ): Promise<Harness> {
   const config = loadConfig({
     DATA_DIR: 'memory://',
@@ -369,6 +373,8 @@ export async function startHarness(
     verifyToken,
     timers,
     streamMultiplex: opts.streamMultiplex,
+    streamReservations: opts.streamReservations,
+    now: opts.now,
     subgraphSchemas: new Map([
       ['alpha', buildSubgraphSchema({ typeDefs: parse(ALPHA_SDL) })],
       ['beta', buildSubgraphSchema({ typeDefs: parse(BETA_SDL) })],

@@ -43,32 +43,44 @@ type Event = {
 };
 
 describe('subscriptions through the gateway', () => {
-  it('delivers the backlog after afterSeq, then live messages, in order', async () => {
-    const room = await createRoom(p, alice);
-    await post(p, alice, room, 'one');
-    await post(p, alice, room, 'two');
-    const s = subscribe<Event>(`${p.gatewayUrl}/graphql/stream`, alice.token, STREAM, { room, after: 0 });
-    try {
-      const backlog = [await s.next(), await s.next()];
-      expect(backlog.map((e) => e.data?.roomMessages.seq)).toEqual([1, 2]);
-      expect(backlog[0]!.data?.roomMessages).toEqual({
-        seq: 1,
-        body: 'one',
-        author: { id: alice.userId },
-        room: { id: room, name: 'live' },
-      });
-      // The subgraph listens before it reads the backlog, so anything posted now arrives live.
-      await post(p, alice, room, 'three');
-      await post(p, alice, room, 'four');
-      const live = [await s.next(), await s.next()];
-      expect(live.map((e) => [e.data?.roomMessages.seq, e.data?.roomMessages.body])).toEqual([
-        [3, 'three'],
-        [4, 'four'],
-      ]);
-    } finally {
-      s.dispose();
-    }
-  });
+  it.each([
+    ['distinct connections', false],
+    ['single connection (a PUT reservation, then one event stream)', true],
+  ])(
+    'delivers the backlog after afterSeq, then live messages, in order (graphql-sse %s)',
+    async (_mode, single) => {
+      const room = await createRoom(p, alice);
+      await post(p, alice, room, 'one');
+      await post(p, alice, room, 'two');
+      const s = subscribe<Event>(
+        `${p.gatewayUrl}/graphql/stream`,
+        alice.token,
+        STREAM,
+        { room, after: 0 },
+        { singleConnection: single },
+      );
+      try {
+        const backlog = [await s.next(), await s.next()];
+        expect(backlog.map((e) => e.data?.roomMessages.seq)).toEqual([1, 2]);
+        expect(backlog[0]!.data?.roomMessages).toEqual({
+          seq: 1,
+          body: 'one',
+          author: { id: alice.userId },
+          room: { id: room, name: 'live' },
+        });
+        // The subgraph listens before it reads the backlog, so anything posted now arrives live.
+        await post(p, alice, room, 'three');
+        await post(p, alice, room, 'four');
+        const live = [await s.next(), await s.next()];
+        expect(live.map((e) => [e.data?.roomMessages.seq, e.data?.roomMessages.body])).toEqual([
+          [3, 'three'],
+          [4, 'four'],
+        ]);
+      } finally {
+        s.dispose();
+      }
+    },
+  );
 
   it('resumes after a given seq without gaps or duplicates', async () => {
     const room = await createRoom(p, alice, 'resume');

@@ -15,9 +15,11 @@ export function subscribe<T = Record<string, unknown>>(
   token: string | null,
   query: string,
   variables?: Record<string, unknown>,
+  options: { singleConnection?: boolean } = {},
 ): Subscription<T> {
   const client = createClient({
     url: streamUrl,
+    singleConnection: options.singleConnection ?? false,
     retryAttempts: 0,
     headers: token ? { authorization: `Bearer ${token}` } : {},
   });
