@@ -6,14 +6,13 @@
  * the client process is killed (SIGKILL) mid-run and started again on the same outbox file. The server holds each
  * message exactly once, and every room's messages are in enqueue order.
  */
-import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, it } from 'vitest';
 import { startExactlyOnceBed, TOTAL, type ExactlyOnceBed } from '../src/exactly-once.js';
+import { PYTHON, PYTHON_SDK_ENV } from './fixtures/python-sdk.js';
 
 const POSTER = fileURLToPath(new URL('../../sdks/python/samples/outbox_poster.py', import.meta.url));
-const PYTHON = existsSync('/usr/bin/python3') ? '/usr/bin/python3' : 'python3';
-const PYTHON_ENV = { ...process.env, PYTHONDONTWRITEBYTECODE: '1', PYTHONUNBUFFERED: '1' };
+const PYTHON_ENV = { ...process.env, ...PYTHON_SDK_ENV };
 let bed: ExactlyOnceBed;
 
 beforeAll(async () => {

@@ -11,7 +11,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, realpathSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, realpathSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -22,13 +22,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFaultProxy, type FaultProxy } from '../fault-proxy/src/index.js';
 import { startTestPlatform, type TestPlatform, type TestUser } from '../src/platform.js';
 import { buildDotnetProject, DOTNET_ENV } from '../src/dotnet-build.js';
+import { PYTHON, PYTHON_SDK_ENV } from './fixtures/python-sdk.js';
 
 const PROJECT = fileURLToPath(
   new URL('../../sdk-templates/csharp/tools/AgentGraph.Host.E2eTool/', import.meta.url),
 );
 const DLL = join(PROJECT, 'bin/Release/net10.0/AgentGraph.Host.E2eTool.dll');
 const SIDECAR = fileURLToPath(new URL('../../sdks/python/samples/sidecar_agent.py', import.meta.url));
-const PYTHON = existsSync('/usr/bin/python3') ? '/usr/bin/python3' : 'python3';
 const JWT_SHAPE = /eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\./;
 
 type Line = Record<string, any>;
@@ -156,8 +156,7 @@ describe('Python sidecar with tokens from the C# broker', () => {
         PATH: process.env['PATH'] ?? '/usr/bin:/bin',
         HOME: sidecarHome,
         TMPDIR: sidecarHome,
-        PYTHONDONTWRITEBYTECODE: '1',
-        PYTHONUNBUFFERED: '1',
+        ...PYTHON_SDK_ENV,
         AGENTGRAPH_BROKER_SOCKET: socketPath,
       },
       stdio: ['pipe', 'pipe', 'pipe'],

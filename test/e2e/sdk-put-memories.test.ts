@@ -6,7 +6,6 @@
  */
 import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -14,8 +13,8 @@ import { AgentGraph } from '../../sdks/typescript/src/index.node.js';
 import { buildDotnetProject, DOTNET_ENV } from '../src/dotnet-build.js';
 import { dataOf, newPrincipal, startSubgraph, type Harness } from '../src/subgraph-harness.js';
 import { memorySubgraph } from '../../subgraphs/memory/src/index.js';
+import { PYTHON, PYTHON_SDK_ENV } from './fixtures/python-sdk.js';
 
-const PYTHON = existsSync('/usr/bin/python3') ? '/usr/bin/python3' : 'python3';
 const PY_CLIENT = fileURLToPath(new URL('./fixtures/put_memories_client.py', import.meta.url));
 const CS_PROJECT = fileURLToPath(new URL('./fixtures/PutMemoriesClient/', import.meta.url));
 const CS_DLL = join(CS_PROJECT, 'bin/Release/net10.0/PutMemoriesClient.dll');
@@ -146,7 +145,7 @@ describe('putMemories through the generated SDKs', () => {
     const { ids, records } = batch();
     const stdout = await run(PYTHON, [PY_CLIENT, h.url, JSON.stringify(records), randomUUID()], {
       ...process.env,
-      PYTHONDONTWRITEBYTECODE: '1',
+      ...PYTHON_SDK_ENV,
     });
     await expectBatch(ids, JSON.parse(stdout), 'python');
   });

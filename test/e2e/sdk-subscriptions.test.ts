@@ -9,7 +9,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -19,10 +19,10 @@ import { AgentGraph } from '../../sdks/typescript/src/index.js';
 import { startFaultProxy, type FaultProxy } from '../fault-proxy/src/index.js';
 import { buildDotnetProject, DOTNET_ENV } from '../src/dotnet-build.js';
 import { startTestPlatform, type TestPlatform, type TestUser } from '../src/platform.js';
+import { PYTHON, PYTHON_SDK_ENV } from './fixtures/python-sdk.js';
 
 const PYTHON_SAMPLE = fileURLToPath(new URL('../../sdks/python/samples/room_subscriber.py', import.meta.url));
-const PYTHON = existsSync('/usr/bin/python3') ? '/usr/bin/python3' : 'python3';
-const PYTHON_ENV = { ...process.env, PYTHONDONTWRITEBYTECODE: '1', PYTHONUNBUFFERED: '1' };
+const PYTHON_ENV = { ...process.env, ...PYTHON_SDK_ENV };
 const CSHARP_PROJECT = fileURLToPath(new URL('../../sdks/csharp/samples/RoomSubscriber/', import.meta.url));
 const CSHARP_DLL = join(CSHARP_PROJECT, 'bin/Release/net10.0/RoomSubscriber.dll');
 const COUNT = 3;

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any, Awaitable, Callable, Dict, List, Tuple
 
 REPO = Path(__file__).resolve().parents[3]
-sys.path.insert(0, str(REPO / "sdks/python"))  # the generated package
+sys.path[:0] = [str(REPO / "sdks/python"), str(REPO / "sdk-templates/python")]  # the generated package, its runtime
 
 QUERY_ANSWER = json.dumps(
     {"data": {"viewer": {"role": "OWNER", "user": {"id": "u1", "email": "ada@example.com", "displayName": "Ada"},
@@ -205,7 +205,7 @@ async def per_call(url: str, calls: int, rounds: int) -> Dict[str, Any]:
 
 
 async def outbox_throughput(messages: int, rooms: int, synchronous_full: bool) -> Dict[str, float]:
-    from agentgraph.runtime.outbox import STATES, Outbox, SqliteOutboxStore
+    from agentgraph_runtime.outbox import STATES, Outbox, SqliteOutboxStore
 
     with tempfile.TemporaryDirectory(prefix="agentgraph-outbox-bench-") as folder:
         file = os.path.join(folder, "outbox.db")

@@ -16,18 +16,15 @@ import asyncio
 import json
 import logging
 import sys
-from pathlib import Path
 from typing import Any, Dict
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # sdks/python: the generated package
+import httpx
+import jwt
 
-import httpx  # noqa: E402
-import jwt  # noqa: E402
-
-from agentgraph import AgentGraph, AgentGraphError, PrivacyError  # noqa: E402
-from agentgraph.runtime.logger import JsonLogger  # noqa: E402
-from agentgraph.runtime.sidecar import BrokeredTokenProvider, BrokerError, sidecar_client_options  # noqa: E402
-from agentgraph.types import PostMessageInput, PutMemoryInput  # noqa: E402
+from agentgraph import AgentGraph, AgentGraphError, PrivacyError
+from agentgraph_runtime.logger import JsonLogger
+from agentgraph_runtime.sidecar import BrokeredTokenProvider, BrokerError, sidecar_client_options
+from agentgraph.types import PostMessageInput, PutMemoryInput
 
 TOKEN_EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"
 ACCESS_TOKEN_TYPE = "urn:ietf:params:oauth:token-type:access_token"

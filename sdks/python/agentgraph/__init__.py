@@ -3,6 +3,6 @@
 from .client import AgentGraph, Result
 from .errors import ERROR_CLASSES, ERROR_TABLE
 from .operations import BY_NAME, SCHEMA_VERSION
-from .runtime import *  # noqa: F401,F403 - AgentGraphClient, errors, privacy, clock
+from agentgraph_runtime import *  # noqa: F401,F403 - AgentGraphClient, errors, privacy, clock
 
 __all__ = ["AgentGraph", "BY_NAME", "ERROR_CLASSES", "ERROR_TABLE", "Result", "SCHEMA_VERSION"]

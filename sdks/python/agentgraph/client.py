@@ -7,9 +7,9 @@ from typing import Any, AsyncIterator, Dict, Generic, List, Optional, TypeVar
 
 from . import operations
 from .errors import ERROR_CLASSES, ERROR_TABLE
-from .runtime.client import AgentGraphClient, ExecuteResult
-from .runtime.clock import AbortSignal
-from .runtime.codec import decode, encode
+from agentgraph_runtime.client import AgentGraphClient, ExecuteResult
+from agentgraph_runtime.clock import AbortSignal
+from agentgraph_runtime.codec import decode, encode
 from .types import *  # noqa: F401,F403 - the argument and result types
 from .types import AcknowledgeAgentMessageData, AddMemberData, AgentInboxData, AgentMessageData, AnalyzerJwksData, AppealReleaseData, ApproveDeviceAuthorizationData, ApproveReleaseData, CancelIntentData, CapabilitiesData, ChangeMemberRoleData, CreateIntentData, CreatePluginData, CreateRoomData, CreateWorkspaceData, DeclareReleaseData, DeleteMemoryData, DeleteWorkspaceData, DenyDeviceAuthorizationData, DeviceAuthorizationData, DeviceData, DeviceIntentsData, DevicesData, EmergencyStopData, EngageEmergencyStopData, EraseTenantMemoryData, IntentData, LiftEmergencyStopData, MembersData, MemoryJobsData, MemoryRecordData, PluginData, PluginsData, PostMessageData, PromoteReleaseData, PutMemoriesData, PutMemoryData, RegisterDeviceData, RejectReleaseData, ReleaseData, RemoveMemberData, RenameDeviceData, ReportIntentStateData, ReviewQueueData, RevokeDeviceData, RevokeReleaseData, RoomData, RoomMessagesData, RoomsData, RotateTufKeyData, SearchMemoryData, SendAgentMessageData, SentAgentMessagesData, ServerCapabilitiesData, SetRemoteActionsEnabledData, TenantData, TufRepositoryData, UpdateProfileData, ViewerData, WorkspaceData, WorkspaceRecordsData, WorkspacesData
 

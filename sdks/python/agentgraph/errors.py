@@ -2,7 +2,7 @@
 """The error table (schemas/errors.json) and one AgentGraphError subclass per code."""
 from typing import Any, Dict, Type
 
-from .runtime.errors import AgentGraphError
+from agentgraph_runtime.errors import AgentGraphError
 
 ERROR_TABLE: Dict[str, Any] = {
     "codes": [

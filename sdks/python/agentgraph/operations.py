@@ -2,8 +2,8 @@
 """Every operation, by name (the outbox looks entries up by name in BY_NAME)."""
 from typing import Dict
 
-from .runtime.client import OperationSpec
-from .runtime.privacy import PrivacyRule
+from agentgraph_runtime.client import OperationSpec
+from agentgraph_runtime.privacy import PrivacyRule
 
 #: The schema version (capabilities.schemaVersion) these operations were generated from.
 SCHEMA_VERSION = "11719f54dfbf"

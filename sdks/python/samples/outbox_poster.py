@@ -10,13 +10,10 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # sdks/python: the generated package
-
-from agentgraph import BY_NAME, AgentGraph  # noqa: E402
-from agentgraph.runtime.outbox import Outbox, SqliteOutboxStore, client_send  # noqa: E402
-from agentgraph.runtime.privacy import PrivacyPolicy  # noqa: E402
+from agentgraph import BY_NAME, AgentGraph
+from agentgraph_runtime.outbox import Outbox, SqliteOutboxStore, client_send
+from agentgraph_runtime.privacy import PrivacyPolicy
 
 
 class StaticToken:

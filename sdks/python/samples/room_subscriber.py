@@ -14,10 +14,8 @@ import sys
 from contextlib import aclosing
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # sdks/python: the generated package
-
-from agentgraph import AgentGraph, operations  # noqa: E402
-from agentgraph.runtime.privacy import PrivacyPolicy  # noqa: E402
+from agentgraph import AgentGraph, operations
+from agentgraph_runtime.privacy import PrivacyPolicy
 
 
 class TokenFile:

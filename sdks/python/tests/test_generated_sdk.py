@@ -9,7 +9,7 @@ import httpx
 
 import agentgraph
 from agentgraph import AgentGraph, errors, operations
-from agentgraph.runtime.errors import AgentGraphError
+from agentgraph_runtime.errors import AgentGraphError
 
 ROOT = Path(__file__).resolve().parents[3]
 

@@ -1,7 +1,10 @@
 /**
- * The Python target: sdks/python/ = the runtime (sdk-templates/python/agentgraph_runtime/*.py, copied verbatim into
- * agentgraph/runtime/) + generated errors, operations, types (dataclasses) and the AgentGraph class, pyproject.toml,
- * py.typed, a README, tests and the samples (sdk-templates/python/samples, copied verbatim into samples/). Python files are not run through prettier; the renderers indent them themselves.
+ * The Python target: sdks/python/ = the distribution `agentgraph`: generated errors, operations, types (dataclasses)
+ * and the AgentGraph class, pyproject.toml, py.typed, a README, tests and the samples (sdk-templates/python/samples,
+ * copied verbatim into samples/). The runtime is not copied: it is the distribution `agentgraph-runtime`
+ * (sdk-templates/python), which the generated package imports as `agentgraph_runtime` and pins to the runtime's own
+ * version (read from its pyproject.toml). Python files are not run through prettier; the renderers indent them
+ * themselves.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -11,10 +14,17 @@ import type { GeneratedFile, Target, TargetContext } from '../target.js';
 import { renderClient } from './render-client.js';
 import { renderErrors } from './render-errors.js';
 import { renderOperations } from './render-operations.js';
-import { renderInit, renderPyproject, renderReadme, renderTests } from './render-project.js';
+import {
+  pyprojectVersion,
+  renderConftest,
+  renderInit,
+  renderPyproject,
+  renderReadme,
+  renderTests,
+} from './render-project.js';
 import { renderTypes } from './render-types.js';
 
-export const PYTHON_RUNTIME = 'sdk-templates/python/agentgraph_runtime';
+export const PYTHON_RUNTIME_PROJECT = 'sdk-templates/python/pyproject.toml';
 export const PYTHON_SAMPLES = 'sdk-templates/python/samples';
 const SKIP = new Set(['__pycache__']);
 
@@ -22,16 +32,13 @@ export const pythonTarget: Target = {
   name: 'python',
   outDir: 'sdks/python',
   async generate(ir: IR, ctx: TargetContext): Promise<GeneratedFile[]> {
-    const dir = join(ctx.root, PYTHON_RUNTIME);
-    const runtime = listFiles(dir, SKIP)
-      .filter((rel) => rel.endsWith('.py'))
-      .map((rel) => ({ path: `agentgraph/runtime/${rel}`, content: readFileSync(join(dir, rel), 'utf8') }));
+    const runtimeVersion = pyprojectVersion(readFileSync(join(ctx.root, PYTHON_RUNTIME_PROJECT), 'utf8'));
     const samplesDir = join(ctx.root, PYTHON_SAMPLES);
     const samples = listFiles(samplesDir, SKIP)
       .filter((rel) => rel.endsWith('.py'))
       .map((rel) => ({ path: `samples/${rel}`, content: readFileSync(join(samplesDir, rel), 'utf8') }));
     const files: GeneratedFile[] = [
-      { path: 'pyproject.toml', content: renderPyproject() },
+      { path: 'pyproject.toml', content: renderPyproject(runtimeVersion) },
       {
         path: 'README.md',
         content: await ctx.format(
@@ -45,13 +52,8 @@ export const pythonTarget: Target = {
       { path: 'agentgraph/operations.py', content: renderOperations(ir) },
       { path: 'agentgraph/types.py', content: renderTypes(ir) },
       { path: 'agentgraph/client.py', content: renderClient(ir) },
-      {
-        path: 'tests/conftest.py',
-        content:
-          'import sys\nfrom pathlib import Path\n\n# The package under test: sdks/python/agentgraph.\nsys.path.insert(0, str(Path(__file__).resolve().parents[1]))\n',
-      },
+      { path: 'tests/conftest.py', content: renderConftest() },
       { path: 'tests/test_generated_sdk.py', content: renderTests(ir) },
-      ...runtime,
       ...samples,
     ];
     return files.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
