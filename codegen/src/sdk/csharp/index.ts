@@ -1,8 +1,10 @@
 /**
- * The C# target: sdks/csharp/ = the runtime (sdk-templates/csharp/src/AgentGraph.Sdk.Runtime/*.cs, copied verbatim
- * into src/AgentGraph.Sdk/Runtime/) + generated errors, operations, types and the AgentGraph class, the library
- * project (net8.0;net10.0, NuGet-packable), the samples (sdk-templates/csharp/samples), the build props and a
- * solution (.slnx). C# files are not run through prettier; the renderers indent them themselves.
+ * The C# target: sdks/csharp/ = generated errors, operations, types and the client class, the library project
+ * (net8.0;net10.0, NuGet-packable) that references the runtime project
+ * (sdk-templates/csharp/src/AgentGraph.Sdk.Runtime: never copied, so each runtime line exists once; `dotnet pack`
+ * turns the reference into a dependency on the AgentGraph.Sdk.Runtime package of the same version), the samples
+ * (sdk-templates/csharp/samples), build props that import the template's, and a solution (.slnx). C# files are not
+ * run through prettier; the renderers indent them themselves.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -13,7 +15,7 @@ import { checkNames } from './names.js';
 import { renderClient } from './render-client.js';
 import { renderErrors } from './render-errors.js';
 import { renderOperations } from './render-operations.js';
-import { renderLibraryProject, renderReadme, renderSolution } from './render-project.js';
+import { renderLibraryProject, renderPropsImport, renderReadme, renderSolution } from './render-project.js';
 import { renderTests, renderTestProject } from './render-tests.js';
 import { renderTypes } from './render-types.js';
 
@@ -49,15 +51,8 @@ export const csharpTarget: Target = {
       { path: 'src/AgentGraph.Sdk/Generated/AgentGraph.g.cs', content: renderClient(ir) },
       { path: 'test/AgentGraph.Sdk.Tests/AgentGraph.Sdk.Tests.csproj', content: renderTestProject() },
       { path: 'test/AgentGraph.Sdk.Tests/GeneratedTests.cs', content: renderTests(ir) },
-      ...copied(
-        ctx.root,
-        '',
-        '',
-        (rel) => rel === 'Directory.Build.props' || rel === 'Directory.Packages.props',
-      ),
-      ...copied(ctx.root, 'src/AgentGraph.Sdk.Runtime', 'src/AgentGraph.Sdk/Runtime/', (rel) =>
-        rel.endsWith('.cs'),
-      ),
+      { path: 'Directory.Build.props', content: renderPropsImport('Directory.Build.props') },
+      { path: 'Directory.Packages.props', content: renderPropsImport('Directory.Packages.props') },
       ...samples,
     ];
     return files.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
