@@ -31,9 +31,12 @@ export function renderLibraryProject(): string {
     <GenerateDocumentationFile>true</GenerateDocumentationFile>
     <IsPackable>true</IsPackable>
     <PackageId>AgentGraph.Sdk</PackageId>
-    <Authors>AgentGraph</Authors>
-    <Description>The AgentGraph API client: typed operations, Polly v8 retries, durable outbox and inbox, verified intents.</Description>
+    <Description>The AgentGraph API client: typed operations and models, typed errors, Polly v8 retries with idempotency keys, pagination, subscriptions, a durable outbox and inbox, verified intents, IHttpClientFactory registration.</Description>
+    <PackageReadmeFile>README.md</PackageReadmeFile>
   </PropertyGroup>
+  <ItemGroup>
+    <None Include="../../README.md" Pack="true" PackagePath="/" />
+  </ItemGroup>
   <ItemGroup>
     <ProjectReference Include="${RUNTIME_PROJECT}" />
   </ItemGroup>
