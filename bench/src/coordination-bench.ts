@@ -25,7 +25,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import http from 'node:http';
-import { mkdtempSync, readFileSync, readdirSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -43,11 +43,11 @@ import {
   freePort,
   machineBusyMs,
   monoMicros,
-  procCpuMs,
   sleep,
   spawnChild,
   type Child,
 } from './lib/proc.js';
+import { dbCountsOf, memoryOf, postgresCpuMs as clusterCpuMs, type Memory } from './lib/probes.js';
 import { machineInfo } from './lib/report.js';
 import type { SubgraphsReady } from './procs/subgraphs.js';
 
@@ -102,68 +102,7 @@ const log = (m: string) => process.stderr.write(`[coordination-bench] ${m}\n`);
 // --- the database ------------------------------------------------------------------------------------------------
 const database = benchDatabase(DATABASE, REPO_ROOT, log);
 
-/**
- * CPU ms of the private cluster's server processes: the postmaster's own and its exited children's (cutime, cstime:
- * autovacuum workers come and go), plus its live children's; null without a private cluster.
- */
-function postgresCpuMs(): number | null {
-  const clusterDir = database.clusterDir;
-  if (!clusterDir) return null;
-  try {
-    const postmaster = Number(
-      readFileSync(join(clusterDir, 'data/postmaster.pid'), 'utf8').split('\n', 1)[0],
-    );
-    const stat = readFileSync(`/proc/${postmaster}/stat`, 'utf8');
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    // Fields 14-17 of /proc/<pid>/stat (utime, stime, cutime, cstime) are f[11..14], in clock ticks (100/s).
-    let total = ((Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14])) * 1000) / 100;
-    for (const entry of readdirSync('/proc')) {
-      if (!/^\d+$/.test(entry)) continue;
-      try {
-        const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-        const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-        if (ppid === postmaster) total += procCpuMs(Number(entry)) ?? 0;
-      } catch {
-        /* gone */
-      }
-    }
-    return total;
-  } catch {
-    return null;
-  }
-}
-
-interface Memory {
-  rss: number;
-  heapUsed: number;
-  external: number;
-  arrayBuffers: number;
-}
-
-/** The child's memory after a full GC (bench/src/lib/memory-probe.ts). */
-async function memoryOf(child: Child): Promise<Memory> {
-  const answer = child.message<Memory & { gc: boolean }>(
-    (m) => (m as { type?: string }).type === 'memory',
-    60_000,
-  );
-  child.send({ type: 'memory' });
-  const m = await answer;
-  if (!m.gc) throw new Error(`${child.name} was started without --expose-gc`);
-  return m;
-}
-
-interface DbCounts {
-  transactions: number;
-  statements: number;
-  bySql: Record<string, number>;
-}
-
-/** The subgraphs' database round trips so far (bench/src/procs/subgraphs.ts counts them). */
-async function dbCountsOf(child: Child): Promise<DbCounts> {
-  const answer = child.message<DbCounts>((m) => (m as { type?: string }).type === 'db-counts', 30_000);
-  child.send({ type: 'db-counts' });
-  return answer;
-}
+const postgresCpuMs = () => clusterCpuMs(database.clusterDir);
 
 const STREAM_QUERY = 'subscription D { deviceIntents { seq params } }';
 const agent = new http.Agent({ keepAlive: false, maxSockets: Infinity });

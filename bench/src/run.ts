@@ -8,6 +8,7 @@
  *   npm run bench -- --subgraph-servers coordination subgraph on our runtime server vs Fastify + mercurius
  *   npm run bench -- --auth             token verification overhead at the gateway, token endpoint throughput
  *   npm run bench -- --coordination     idle device streams (memory per stream), intent create-to-received latency
+ *   npm run bench -- --fanout           one room message to 1,000 / 5,000 / 10,000 streams: delivery latency, CPU, RSS
  *   npm run bench -- --memory           memory writes and search (text, vector, hybrid) at 100,000 records
  *   npm run bench -- --secrets          the secret filter: recall/precision on the labelled corpus, MB/s scanned
  *   npm run bench -- --catalog          analysis of a 5 MB package, TUF signing of a 1,000-target channel
@@ -55,6 +56,7 @@ import { runAuthBench } from './auth/run-auth.js';
  */
 const SCRIPT_MODES = [
   'coordination',
+  'fanout',
   'memory',
   'catalog',
   'console',
@@ -75,6 +77,7 @@ const { values: args } = parseArgs({
     sdk: { type: 'boolean', default: false },
     'schema-check': { type: 'boolean', default: false },
     coordination: { type: 'boolean', default: false },
+    fanout: { type: 'boolean', default: false },
     memory: { type: 'boolean', default: false },
     secrets: { type: 'boolean', default: false },
     catalog: { type: 'boolean', default: false },
@@ -119,7 +122,9 @@ const MODE = args.coordination
                       ? 'profile'
                       : args.secrets
                         ? 'secrets'
-                        : 'gateway';
+                        : args.fanout
+                          ? 'fanout'
+                          : 'gateway';
 const CONNECTIONS = Number(args.connections);
 const WARMUP = Number(args.warmup);
 const DURATION = Number(args.duration);
@@ -644,11 +649,16 @@ function runScripts(scripts: Record<string, string[]>): void {
   for (const [name, script] of Object.entries(scripts)) {
     const argv = [...script, ...forwarded];
     log(`${name}: ${argv.join(' ')}`);
-    const stdout = execFileSync(process.execPath, ['--import', 'tsx', ...argv], {
-      cwd: REPO_ROOT,
-      encoding: 'utf8',
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
+    // --conditions: the SDK packages resolve to their TypeScript sources (sdk-templates/typescript/README.md).
+    const stdout = execFileSync(
+      process.execPath,
+      ['--conditions=@agentgraph/source', '--import', 'tsx', ...argv],
+      {
+        cwd: REPO_ROOT,
+        encoding: 'utf8',
+        stdio: ['ignore', 'pipe', 'inherit'],
+      },
+    );
     out[name] = JSON.parse(stdout.slice(stdout.indexOf('{')));
     console.log(JSON.stringify(out[name], null, 2));
   }
@@ -669,6 +679,10 @@ async function main() {
   }
   if (MODE === 'coordination') {
     runScripts({ coordination: [join(BENCH_SRC, 'coordination-bench.ts')] });
+    return;
+  }
+  if (MODE === 'fanout') {
+    runScripts({ fanout: [join(BENCH_SRC, 'fanout-bench.ts')] });
     return;
   }
   if (MODE === 'memory') {
