@@ -149,6 +149,7 @@ export default tseslint.config(
       'bench/results/**',
       'web/dist/**',
       'web/.dist-*/**',
+      'sdk-templates/typescript/dist/**',
       'test-results/**',
       'sdks/**',
       '**/generated/**',

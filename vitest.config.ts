@@ -1,4 +1,5 @@
 import { createRequire } from 'node:module';
+import { defaultServerConditions } from 'vite';
 import { defineConfig } from 'vitest/config';
 
 const require = createRequire(import.meta.url);
@@ -85,7 +86,21 @@ if (SCOPE && !['unit', 'integration', 'database'].includes(SCOPE)) {
 }
 const LEFT_OUT: Record<string, string[]> = { integration: UNIT, database: DB_AGNOSTIC };
 
+/**
+ * The SDK packages (`@agentgraph/sdk-runtime` in sdk-templates/typescript, `@agentgraph/sdk` in sdks/typescript) are
+ * workspaces whose `exports` point at compiled `dist/` for their users and, under this condition, at their `src/*.ts`:
+ * tests run the sources, no build step (tsconfig.json's customConditions says the same to tsc; tsx takes
+ * `--conditions=@agentgraph/source`). sdk-templates/typescript/README.md, "Packages".
+ */
+const SOURCE_CONDITIONS = [
+  '@agentgraph/source',
+  // Vitest's own default for Node (Vite's server conditions without `module`, which would pick ESM builds that
+  // Node itself never loads).
+  ...defaultServerConditions.filter((condition) => condition !== 'module'),
+];
+
 export default defineConfig({
+  ssr: { resolve: { conditions: SOURCE_CONDITIONS } },
   resolve: {
     // graphql 16 ships CJS (`main`) and ESM (`module`). Node (and tsx) load `main`, and CJS dependencies such as
     // @apollo/subgraph always require it; Vite would otherwise pick `module` for our sources, giving two graphql

@@ -11,7 +11,14 @@ import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const stamp = join(root, 'web/dist/.built');
-const sources = ['web/src', 'web/index.html', 'web/vite.config.ts', 'web/public', 'sdks/typescript/src'];
+const sources = [
+  'web/src',
+  'web/index.html',
+  'web/vite.config.ts',
+  'web/public',
+  'sdks/typescript/src',
+  'sdk-templates/typescript/src',
+];
 
 function newest(path) {
   if (!existsSync(path)) return 0;

@@ -3,13 +3,13 @@
  * inline script (the gateway's Content-Security-Policy allows only same-origin files), hashed assets under /assets.
  */
 import { fileURLToPath } from 'node:url';
-import { defineConfig } from 'vite';
+import { defaultClientConditions, defineConfig } from 'vite';
 
 export default defineConfig({
   root: fileURLToPath(new URL('.', import.meta.url)),
-  resolve: {
-    alias: { '@agentgraph/sdk': fileURLToPath(new URL('../sdks/typescript/src/index.ts', import.meta.url)) },
-  },
+  // @agentgraph/sdk and its runtime are workspace packages: this condition resolves them to their sources (no build
+  // step), `browser` to the runtime's browser entry (no better-sqlite3 stores, no node: imports).
+  resolve: { conditions: ['@agentgraph/source', ...defaultClientConditions] },
   oxc: { jsx: { runtime: 'automatic', importSource: 'preact' } },
   build: {
     outDir: 'dist',

@@ -1,5 +1,7 @@
 /**
- * SDK overhead per call over plain `fetch`: `npx tsx bench/src/sdk-overhead.ts [--calls 5000]` prints JSON.
+ * SDK overhead per call over plain `fetch`:
+ * `npx tsx --conditions=@agentgraph/source bench/src/sdk-overhead.ts [--calls 5000]` prints JSON (the condition
+ * resolves the SDK packages to their sources, sdk-templates/typescript/README.md).
  *
  * A loopback HTTP server answers every POST with the same small GraphQL result. The same query and the same
  * idempotent mutation are sent N times, one at a time (no concurrency, so the difference is per-call work, not

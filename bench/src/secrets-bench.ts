@@ -20,7 +20,7 @@ import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { DETECTORS as SERVER_DETECTORS } from '../../subgraphs/memory/src/secrets/detectors.js';
 import { scan } from '../../subgraphs/memory/src/secrets/scan.js';
-import { detect } from '../../sdks/typescript/src/runtime/detectors.js';
+import { detect } from '../../sdk-templates/typescript/src/detectors.js';
 import { REPO_ROOT } from './lib/proc.js';
 
 const { values } = parseArgs({

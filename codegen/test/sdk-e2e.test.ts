@@ -16,7 +16,7 @@ import {
   operations,
   PrivacyError,
   RateLimitedError,
-} from '../../sdks/typescript/src/index.node.js';
+} from '../../sdks/typescript/src/index.js';
 
 let p: TestPlatform;
 let user: TestUser;

@@ -16,8 +16,8 @@ import { fixtureInputs, ROOT } from './sdk-fixture.js';
 
 const TSC = join(ROOT, 'node_modules/typescript/bin/tsc');
 
-// Inside the repository (.tmp is git-ignored), so the generated SDK resolves jose and @types/node as it does in
-// sdks/typescript.
+// Inside the repository (.tmp is git-ignored), so the generated SDK resolves @agentgraph/sdk-runtime (a workspace,
+// to its sources under the @agentgraph/source condition of its tsconfig) and @types/node as it does in sdks/typescript.
 let tmp: string;
 let first: GenerateResult;
 beforeAll(async () => {
@@ -47,7 +47,6 @@ describe('SDK generation', () => {
     expect(files).toEqual(listFiles(join(tmp, 'b')));
     expect(files).toContain(MANIFEST_PATH);
     expect(files).toContain('sdks/typescript/src/client.ts');
-    expect(files).toContain('sdks/typescript/src/runtime/client.ts');
     for (const f of files) {
       expect(readFileSync(join(tmp, 'b', f)).equals(readFileSync(join(tmp, 'a', f))), f).toBe(true);
     }
@@ -60,7 +59,7 @@ describe('SDK generation', () => {
     ]);
   });
 
-  it('copies the runtime verbatim and removes files it no longer generates (leaving node_modules alone)', () => {
+  it('removes files it no longer generates (leaving node_modules and dist alone)', () => {
     const out = join(tmp, 'stale');
     writeSdks(first, out);
     const sdk = join(out, 'sdks/typescript');
@@ -69,15 +68,31 @@ describe('SDK generation', () => {
     writeFileSync(join(sdk, 'src/gone/x.ts'), 'export {};\n');
     mkdirSync(join(sdk, 'node_modules/pkg'), { recursive: true });
     writeFileSync(join(sdk, 'node_modules/pkg/index.js'), '');
+    mkdirSync(join(sdk, 'dist'), { recursive: true });
+    writeFileSync(join(sdk, 'dist/index.js'), '');
     const { reports } = writeSdks(first, out);
     expect(reports[0]!.report.deleted).toEqual(['src/gone/x.ts', 'src/old-module.ts']);
     expect(existsSync(join(sdk, 'src/gone'))).toBe(false);
     expect(existsSync(join(sdk, 'node_modules/pkg/index.js'))).toBe(true);
-    const template = join(ROOT, 'sdk-templates/typescript/src');
-    for (const f of listFiles(template)) {
-      expect(readFileSync(join(sdk, 'src/runtime', f), 'utf8'), f).toBe(
-        readFileSync(join(template, f), 'utf8'),
-      );
+    expect(existsSync(join(sdk, 'dist/index.js'))).toBe(true);
+  });
+
+  it('has no copy of the runtime: it depends on @agentgraph/sdk-runtime at exactly its own version, by name', () => {
+    const ts = first.targets.find((t) => t.target.name === 'typescript')!;
+    const paths = ts.files.map((f) => f.path);
+    expect(paths.filter((p) => p.startsWith('src/runtime/'))).toEqual([]);
+    const runtime = JSON.parse(readFileSync(join(ROOT, 'sdk-templates/typescript/package.json'), 'utf8'));
+    const sdk = JSON.parse(ts.files.find((f) => f.path === 'package.json')!.content);
+    expect(runtime.name).toBe('@agentgraph/sdk-runtime');
+    expect(sdk.version).toBe(runtime.version);
+    expect(sdk.dependencies).toEqual({ '@agentgraph/sdk-runtime': runtime.version });
+    for (const f of ts.files.filter((f) => f.path.startsWith('src/'))) {
+      for (const [, spec] of f.content.matchAll(/from '([^']+)'/g)) {
+        expect(
+          spec === '@agentgraph/sdk-runtime' || spec!.startsWith('./'),
+          `${f.path} imports ${spec}`,
+        ).toBe(true);
+      }
     }
   });
 

@@ -19,7 +19,9 @@ afterAll(async () => {
 
 describe('exactly once over a bad network, across a client crash', () => {
   it(`delivers ${TOTAL} messages exactly once, in order per room`, async () => {
-    const report = await bed.run({ command: process.execPath, prefix: ['--import', 'tsx', POSTER] });
+    // The SDK packages resolve to their sources under this condition (no build step; vitest.config.ts).
+    const prefix = ['--conditions=@agentgraph/source', '--import', 'tsx', POSTER];
+    const report = await bed.run({ command: process.execPath, prefix });
     console.log(JSON.stringify({ sdk: 'typescript', ...report }));
   }, 600_000);
 });

@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AgentGraph } from '../../sdks/typescript/src/index.node.js';
+import { AgentGraph } from '../../sdks/typescript/src/index.js';
 import { buildDotnetProject, DOTNET_ENV } from '../src/dotnet-build.js';
 import { dataOf, newPrincipal, startSubgraph, type Harness } from '../src/subgraph-harness.js';
 import { memorySubgraph } from '../../subgraphs/memory/src/index.js';

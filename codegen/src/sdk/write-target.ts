@@ -8,8 +8,8 @@ import { writeIfChanged } from '../write-if-changed.js';
 import type { GeneratedFile } from './target.js';
 import { listFiles } from './files.js';
 
-/** Folders in an SDK folder the generator never owns (a package manager's, or .NET build output). */
-export const NOT_OURS: ReadonlySet<string> = new Set(['node_modules', 'bin', 'obj', '__pycache__']);
+/** Folders in an SDK folder the generator never owns (a package manager's, or build output: .NET, npm's dist). */
+export const NOT_OURS: ReadonlySet<string> = new Set(['node_modules', 'bin', 'obj', '__pycache__', 'dist']);
 
 export interface WriteReport {
   written: string[];

@@ -7,7 +7,7 @@ import {
   type ExecuteResult,
   type OperationSpec,
   paginate,
-} from './runtime/index.js';
+} from '@agentgraph/sdk-runtime';
 import { errorTable } from './errors.js';
 import { operations } from './operations.js';
 import type * as T from './types.js';

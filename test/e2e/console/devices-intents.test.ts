@@ -21,7 +21,7 @@ import {
   subscriptions,
   type SubscriptionItem,
   type TokenSet,
-} from '../../../sdks/typescript/src/index.node.js';
+} from '../../../sdks/typescript/src/index.js';
 import { expectAccessible, screenshot, signIn, startConsoleBed, type ConsoleBed } from './harness.js';
 
 type DeviceIntent = DeviceIntentsSubscriptionData['deviceIntents'];

@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
-import { AgentGraph, AgentGraphError } from '../../../sdks/typescript/src/index.node.js';
+import { AgentGraph, AgentGraphError } from '../../../sdks/typescript/src/index.js';
 import { expect } from 'vitest';
 import { freePort } from '../../src/ports.js';
 

@@ -73,7 +73,7 @@ const OUTBOX = `/**
  * Node only: a durable outbox. Messages survive a crash or a long outage and are delivered exactly once, in order
  * per room (the idempotency key is made at enqueue and persisted with the entry).
  */
-import { type AgentGraph, Outbox, operations, sendWithClient, SqliteOutboxStore } from '../src/index.node.js';
+import { type AgentGraph, Outbox, operations, sendWithClient, SqliteOutboxStore } from '../src/index.js';
 
 export async function postThroughOutbox(sdk: AgentGraph, file: string, roomId: string, bodies: string[]) {
   const outbox = await Outbox.open({

@@ -62,7 +62,7 @@ export function renderErrors(ir: IR): string {
   });
   return [
     HEADER,
-    "import { AgentGraphError, type ErrorTable, type RetryClass } from './runtime/index.js';",
+    "import { AgentGraphError, type ErrorTable, type RetryClass } from '@agentgraph/sdk-runtime';",
     '',
     '/** schemas/errors.json: the codes the server answers with, how each is retried. */',
     `export const errorTable: ErrorTable = {\ncodes: [\n${table}\n],\n};`,

@@ -36,7 +36,7 @@ export function renderOperations(ir: IR): string {
   const streams = ir.operations.filter((op) => op.kind === 'subscription');
   return [
     HEADER,
-    "import type { OperationSpec, SubscriptionSpec } from './runtime/index.js';",
+    "import type { OperationSpec, SubscriptionSpec } from '@agentgraph/sdk-runtime';",
     '',
     `/** The schema version (capabilities.schemaVersion) these operations were generated from. */`,
     `export const SCHEMA_VERSION = ${str(ir.schemaVersion)};`,

@@ -3,8 +3,12 @@
  * WAL journal, synchronous=FULL by default (a committed change survives a power cut, not only a crash), and, when
  * the store opens the file itself, an exclusive lock held while it is open: one process owns the file, and a second
  * one fails at once with a clear error instead of "recovering" entries the first is still sending.
+ *
+ * better-sqlite3 is an optional dependency (a native module), loaded on the first open: an app that never opens a
+ * SQLite store runs without it, and one that does gets an error saying what to install.
  */
-import Database from 'better-sqlite3';
+import { createRequire } from 'node:module';
+import type Database from 'better-sqlite3';
 
 export type SqliteDatabase = Database.Database;
 export type SqliteStatement = Database.Statement<unknown[]>;
@@ -36,6 +40,24 @@ export class SqliteBusyError extends Error {
   }
 }
 
+type DatabaseConstructor = new (file: string, options: { timeout: number }) => SqliteDatabase;
+let loaded: DatabaseConstructor | undefined;
+
+/** better-sqlite3's Database class, loaded once (it is CommonJS and native, hence require). */
+function databaseClass(): DatabaseConstructor {
+  if (loaded) return loaded;
+  try {
+    loaded = createRequire(import.meta.url)('better-sqlite3') as DatabaseConstructor;
+  } catch (error) {
+    throw new Error(
+      'The SQLite stores (outbox, inbox, intent replay cache) need better-sqlite3, an optional dependency that is ' +
+        'not installed here (or failed to build). Install it next to the SDK: npm install better-sqlite3',
+      { cause: error },
+    );
+  }
+  return loaded;
+}
+
 function isBusy(error: unknown): boolean {
   const code = (error as { code?: unknown } | null)?.code;
   return code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED';
@@ -44,7 +66,7 @@ function isBusy(error: unknown): boolean {
 /** Opens (or adopts) a database and applies the pragmas. `target` is a path, ':memory:', or an open Database. */
 export function openSqlite(target: string | SqliteDatabase, options: SqliteOpenOptions = {}): OpenedSqlite {
   const owned = typeof target === 'string';
-  const db = owned ? new Database(target, { timeout: options.busyTimeoutMs ?? 1000 }) : target;
+  const db = owned ? new (databaseClass())(target, { timeout: options.busyTimeoutMs ?? 1000 }) : target;
   try {
     if (owned && (options.exclusive ?? true)) db.pragma('locking_mode = EXCLUSIVE');
     db.pragma('journal_mode = WAL');

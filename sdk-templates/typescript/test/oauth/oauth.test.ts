@@ -14,7 +14,7 @@ import {
   withUserCodeGuard,
 } from '../../../../subgraphs/identity/src/oauth/device-approval.js';
 import { startTestPlatform, type TestPlatform } from '../../../../test/src/platform.js';
-// What an app uses: the generated SDK, which carries its own copy of this runtime.
+// What an app uses: the generated SDK (@agentgraph/sdk), which imports this runtime as @agentgraph/sdk-runtime.
 import {
   AgentGraph,
   createIntentVerifier,
