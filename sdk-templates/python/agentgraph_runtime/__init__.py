@@ -1,10 +1,10 @@
 """agentgraph runtime: the hand-written core of the generated Python SDK (docs/architecture.md#sdks)."""
 from .backoff import DecorrelatedJitterBackoff, decorrelated_jitter_backoff_v2
-from .client import ACCEPT, AgentGraphClient, ExecuteResult, OperationSpec, TokenProvider
-from .clock import AbortController, AbortSignal, Clock, SystemClock, system_clock
+from .call import ACCEPT, ExecuteResult, OperationSpec
+from .client import AgentGraphClient, TokenProvider
+from .clock import Clock, SyncClock, SystemClock, SystemSyncClock, system_clock, system_sync_clock
 from .detectors import DETECTORS, Detector, detect
 from .errors import (
-    AbortError,
     AgentGraphError,
     ErrorRegistry,
     InvalidResponseError,
@@ -17,12 +17,14 @@ from .errors import (
 from .logger import JsonLogger, Logger, SilentLogger
 from .privacy import DEFAULT_PRIVACY_POLICY, PrivacyPolicy, PrivacyRule, apply_privacy_gate, privacy_table
 from .settings import EffectiveSettings, RetrySettings
+from .sync_client import SyncAgentGraphClient, SyncTokenProvider
 
 __all__ = [
-    "ACCEPT", "AbortController", "AbortError", "AbortSignal", "AgentGraphClient", "AgentGraphError", "Clock",
-    "DEFAULT_PRIVACY_POLICY", "DETECTORS", "DecorrelatedJitterBackoff", "Detector", "EffectiveSettings",
-    "ErrorRegistry", "ExecuteResult", "InvalidResponseError", "JsonLogger", "Logger", "NetworkError",
-    "OperationSpec", "PrivacyError", "PrivacyPolicy", "PrivacyRefusal", "PrivacyRule", "RetrySettings",
-    "SilentLogger", "SystemClock", "TimeoutError_", "TokenProvider", "apply_privacy_gate",
+    "ACCEPT", "AgentGraphClient", "AgentGraphError", "Clock", "DEFAULT_PRIVACY_POLICY", "DETECTORS",
+    "DecorrelatedJitterBackoff", "Detector", "EffectiveSettings", "ErrorRegistry", "ExecuteResult",
+    "InvalidResponseError", "JsonLogger", "Logger", "NetworkError", "OperationSpec", "PrivacyError", "PrivacyPolicy",
+    "PrivacyRefusal", "PrivacyRule", "RetrySettings", "SilentLogger", "SyncAgentGraphClient", "SyncClock",
+    "SyncTokenProvider", "SystemClock", "SystemSyncClock", "TimeoutError_", "TokenProvider", "apply_privacy_gate",
     "decorrelated_jitter_backoff_v2", "detect", "error_class_name", "privacy_table", "system_clock",
+    "system_sync_clock",
 ]

@@ -1,5 +1,6 @@
-"""JSON <-> the generated dataclasses. Generated models and inputs are plain dataclasses whose field names are the
-GraphQL names (a Python keyword gets a trailing ``_`` and ``metadata={"graphql": name}``); ``decode(cls, json)``
+"""JSON <-> the generated dataclasses. Generated models and inputs are plain dataclasses with snake_case field
+names; a field whose name differs from its GraphQL (wire) name carries it as ``metadata={"graphql": name}``
+(``room_id`` <- ``roomId``, ``from_`` <- ``from``), so both directions are mapped here; ``decode(cls, json)``
 builds them from a response by their type hints, ``encode(value)`` turns inputs back into JSON (None fields of
 inputs are left out, so an optional input field is absent rather than null)."""
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """Typed errors (port of sdk-templates/typescript/src/errors.ts).
 
 ``AgentGraphError`` is what every failed call raises; each code of schemas/errors.json gets a subclass
-(``RATE_LIMITED`` -> ``RateLimitedError``); the client's own failures have fixed classes. An aborted call raises
-``AbortError`` (not an AgentGraphError: the caller stopped it).
+(``RATE_LIMITED`` -> ``RateLimitedError``); the client's own failures have fixed classes. A cancelled call raises asyncio's
+``CancelledError`` (not an AgentGraphError: the caller stopped it).
 """
 from __future__ import annotations
 
@@ -82,14 +82,6 @@ class PrivacyError(AgentGraphError):
             False,
         )
         self.refusals = list(refusals)
-
-
-class AbortError(Exception):
-    """The caller's AbortSignal fired."""
-
-    def __init__(self, reason: Any = None) -> None:
-        super().__init__("The call was aborted by its AbortSignal.")
-        self.reason = reason
 
 
 def error_class_name(code: str) -> str:

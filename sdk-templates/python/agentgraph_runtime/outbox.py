@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Awaitable, Callable, Dict, List, Optional, Sequence
 
-from .clock import AbortController, AbortSignal, Clock, system_clock
+from .clock import Clock, system_clock
 from .sqlite_util import Target, migrate, open_sqlite
 
 STATES = ("QUEUED", "SENDING", "RETRYABLE", "SENT", "POISON", "EXPIRED")
@@ -278,7 +278,7 @@ class SqliteOutboxStore:
             self._db.close()
 
 
-OutboxSend = Callable[[OutboxEntry, AbortSignal], Awaitable[Any]]
+OutboxSend = Callable[[OutboxEntry], Awaitable[Any]]
 
 
 class Outbox:
@@ -317,7 +317,8 @@ class Outbox:
         self._max_failed = max_failed_deliveries
         self._on_change = on_change or (lambda entry: None)
         self._in_flight: Dict[str, asyncio.Task] = {}
-        self._stop_sends = AbortController()
+        self._sending: Dict[str, asyncio.Task] = {}  # the send function's own task, per room
+        self._aborting = False
         self._woken: Optional[asyncio.Future] = None
         self._running: Optional[asyncio.Task] = None
         self._stopping = False
@@ -358,24 +359,29 @@ class Outbox:
         self._wake()
         return entry
 
-    async def drain(self, signal: Optional[AbortSignal] = None) -> None:
-        """Sends until nothing is pending: every entry ends SENT, POISON or EXPIRED."""
+    async def drain(self) -> None:
+        """Sends until nothing is pending: every entry ends SENT, POISON or EXPIRED. Cancelling the awaiting task
+        stops starting sends; sends already running finish and are recorded (``stop(abort=True)`` cancels them)."""
         if self._running is not None:
             raise RuntimeError("Outbox.drain: the outbox is already running (start() was called).")
         self._begin_run()
-        await self._loop(False, signal)
+        await self._loop(False)
 
     def start(self) -> None:
         """Runs in the background until stop()."""
         if self._running is not None:
             raise RuntimeError("Outbox.start: the outbox is already running.")
         self._begin_run()
-        self._running = asyncio.ensure_future(self._loop(True, None))
+        self._running = asyncio.ensure_future(self._loop(True))
 
     async def stop(self, abort: bool = False) -> None:
+        """Stops starting sends and waits for the running ones; ``abort=True`` cancels them (their entries go back to
+        QUEUED with their key, to be sent again)."""
         self._stopping = True
         if abort:
-            self._stop_sends.abort(RuntimeError("outbox stopped"))
+            self._aborting = True
+            for sending in list(self._sending.values()):
+                sending.cancel()
         self._wake()
         running, self._running = self._running, None
         if self._in_flight:
@@ -424,16 +430,13 @@ class Outbox:
         if self._closed:
             raise RuntimeError("Outbox: the outbox is closed.")
         self._stopping = False
-        if self._stop_sends.signal.aborted:
-            self._stop_sends = AbortController()
+        self._aborting = False
 
-    async def _loop(self, background: bool, signal: Optional[AbortSignal]) -> None:
+    async def _loop(self, background: bool) -> None:
         loop = asyncio.get_running_loop()
         while True:
             if self._stopping:
                 return
-            if signal is not None and signal.aborted:
-                raise RuntimeError("drain aborted")
             woken: asyncio.Future = loop.create_future()
             self._woken = woken
             now = self._clock.now()
@@ -453,15 +456,11 @@ class Outbox:
         ms = at - self._clock.now()
         if ms <= 0:
             return
-        cancel = AbortController()
-        sleeper = asyncio.ensure_future(self._clock.sleep(ms, cancel.signal))
-        done, _ = await asyncio.wait({sleeper, woken}, return_when=asyncio.FIRST_COMPLETED)
-        if sleeper not in done:
-            cancel.abort()
+        sleeper = asyncio.ensure_future(self._clock.sleep(ms))
         try:
-            await sleeper
-        except Exception:  # noqa: BLE001 - an aborted wait is expected
-            pass
+            await asyncio.wait({sleeper, woken}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            sleeper.cancel()
 
     def _expire_due(self, now: float) -> None:
         for entry in self._store.expire(now):
@@ -509,18 +508,26 @@ class Outbox:
             return  # moved meanwhile (revived, expired): nothing to send
         self.counts["sends"] += 1
         self._on_change(entry)
-        signal = self._stop_sends.signal
         failure: Optional[SendFailure] = None
+        aborted = False
+        sending = asyncio.ensure_future(self._send(entry))
+        self._sending[entry.room] = sending
         try:
-            await self._send(entry, signal)
+            await sending
+        except asyncio.CancelledError:
+            if not (self._aborting and sending.cancelled()):
+                raise  # this task itself was cancelled, not the send by stop(abort=True)
+            aborted = True
         except Exception as error:  # noqa: BLE001 - every failure is recorded
             failure = describe_failure(error)
+        finally:
+            self._sending.pop(entry.room, None)
         now = self._clock.now()
-        if failure is None:
+        if aborted:
+            self._on_change(self._store.requeue(entry.id, now))
+        elif failure is None:
             self.counts["sent"] += 1
             self._on_change(self._store.mark_sent(entry.id, now))
-        elif signal.aborted:
-            self._on_change(self._store.requeue(entry.id, now))
         elif failure.retryable and not (failure.failed_delivery
                                         and entry.failed_deliveries + 1 >= self._max_failed):
             delay = max(0.0, self._delay_for(entry.attempts, failure))
@@ -536,14 +543,14 @@ class Outbox:
 
 
 def client_send(client: Any, operations: Dict[str, Any]) -> OutboxSend:
-    """The usual send function: ``client.execute(operations[entry.operation], entry.variables)`` with the
-    entry's persisted idempotency key and the outbox's stop signal."""
+    """The usual send function: ``client.execute(operations[entry.operation], entry.variables)`` (an async
+    ``AgentGraphClient``, e.g. ``AsyncAgentGraph(...).client``) with the entry's persisted idempotency key."""
 
-    async def send(entry: OutboxEntry, signal: AbortSignal) -> Any:
+    async def send(entry: OutboxEntry) -> Any:
         op = operations.get(entry.operation)
         if op is None:
             raise LookupError(f"Outbox: no operation named {entry.operation!r}; pass it in operations.")
-        return await client.execute(op, entry.variables, signal=signal, idempotency_key=entry.idempotency_key)
+        return await client.execute(op, entry.variables, idempotency_key=entry.idempotency_key)
 
     return send
 

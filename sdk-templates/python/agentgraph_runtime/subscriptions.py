@@ -29,7 +29,7 @@ import httpx
 from .backoff import DecorrelatedJitterBackoff
 from .classify import HttpAnswer, error_from_answer, wants_token_refresh
 from .client import AgentGraphClient, OperationSpec, TokenProvider, to_json
-from .clock import AbortSignal, Clock, system_clock
+from .clock import Clock, system_clock
 from .errors import AgentGraphError, NetworkError, TimeoutError_
 from .privacy import apply_privacy_gate
 from .sse import SseEvent, SseParser
@@ -98,7 +98,6 @@ class Subscriptions:
         cursor_variable: str,
         after: Optional[int] = None,
         verify: Optional[Callable[[Any], Awaitable[Any]]] = None,
-        signal: Optional[AbortSignal] = None,
     ) -> AsyncIterator[SubscriptionItem]:
         settings = self._client.settings.retry
         gated = apply_privacy_gate(op.name, dict(variables), op.privacy, self._client._policy,  # noqa: SLF001
@@ -110,8 +109,6 @@ class Subscriptions:
         backoff = DecorrelatedJitterBackoff(settings.base_delay_ms, settings.max_delay_ms, self._random)
         base = {"operation": op.name, "mode": "stream"}
         while True:
-            if signal is not None:
-                signal.throw_if_aborted()
             if token is None and self._tokens is not None:  # a fresh token per connect (unless just refreshed)
                 token = await self._tokens.get_token()
             body_vars = dict(gated.variables)
@@ -201,8 +198,6 @@ class Subscriptions:
                 error = drop.error
             except (httpx.TransportError, OSError) as exc:
                 error = NetworkError(f"The stream request failed: {type(exc).__name__}")
-            if signal is not None:
-                signal.throw_if_aborted()
             failures = 1 if delivered else failures + 1
             delay = backoff.next(failures - 1)
             if error is not None and error.retry_after_ms is not None:
@@ -212,7 +207,7 @@ class Subscriptions:
                 delay = error.retry_after_ms
             self._logger.log({**base, "event": "reconnect-wait", "failures": failures, "delayMs": delay,
                               "code": error.code if error else None})
-            await self._clock.sleep(delay, signal)
+            await self._clock.sleep(delay)
 
 
 class _Refused(Exception):

@@ -141,7 +141,7 @@ async def measure(call: Callable[[], Awaitable[Any]], n: int) -> Sample:
 async def per_call(url: str, calls: int, rounds: int) -> Dict[str, Any]:
     import httpx
 
-    from agentgraph import AgentGraph
+    from agentgraph import AsyncAgentGraph
     from agentgraph.operations import CreateRoom, Viewer
     from agentgraph.types import CreateRoomInput
 
@@ -149,7 +149,7 @@ async def per_call(url: str, calls: int, rounds: int) -> Dict[str, Any]:
         return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
 
     result: Dict[str, Any] = {}
-    async with httpx.AsyncClient() as http, AgentGraph(url, token_provider=StaticToken()) as sdk:
+    async with httpx.AsyncClient() as http, AsyncAgentGraph(url, token_provider=StaticToken()) as sdk:
 
         async def plain(mutation: bool) -> None:
             headers = {
@@ -217,7 +217,7 @@ async def outbox_throughput(messages: int, rooms: int, synchronous_full: bool) -
         db.execute("PRAGMA busy_timeout = 5000")
         sent = 0
 
-        async def send(entry: Any, signal: Any) -> None:
+        async def send(entry: Any) -> None:
             nonlocal sent
             sent += 1
 

@@ -14,7 +14,7 @@ import sys
 from contextlib import aclosing
 from pathlib import Path
 
-from agentgraph import AgentGraph, operations
+from agentgraph import AsyncAgentGraph, operations
 from agentgraph_runtime.privacy import PrivacyPolicy
 
 
@@ -37,7 +37,7 @@ async def follow_room(base_url: str, room_id: str, count: int, token_file: str) 
     tokens = TokenFile(token_file)
     # Message bodies are PERSONAL (schemas/coordination.graphql): this app's policy allows them.
     policy = PrivacyPolicy(("PUBLIC", "INTERNAL", "PERSONAL"))
-    async with AgentGraph(base_url, token_provider=tokens, privacy_policy=policy) as api:
+    async with AsyncAgentGraph(base_url, token_provider=tokens, privacy_policy=policy) as api:
         subscriptions = api.client.subscriptions()  # the client's endpoint, token provider, headers, policy
         try:
             messages = subscriptions.subscribe(

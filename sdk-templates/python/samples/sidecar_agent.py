@@ -21,7 +21,7 @@ from typing import Any, Dict
 import httpx
 import jwt
 
-from agentgraph import AgentGraph, AgentGraphError, PrivacyError
+from agentgraph import AgentGraphError, AsyncAgentGraph, PrivacyError
 from agentgraph_runtime.logger import JsonLogger
 from agentgraph_runtime.sidecar import BrokeredTokenProvider, BrokerError, sidecar_client_options
 from agentgraph.types import PostMessageInput, PutMemoryInput
@@ -30,17 +30,17 @@ TOKEN_EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"
 ACCESS_TOKEN_TYPE = "urn:ietf:params:oauth:token-type:access_token"
 
 
-async def handle(cmd: Dict[str, Any], sdk: AgentGraph, tokens: BrokeredTokenProvider, http: httpx.AsyncClient) -> Any:
+async def handle(cmd: Dict[str, Any], sdk: AsyncAgentGraph, tokens: BrokeredTokenProvider, http: httpx.AsyncClient) -> Any:
     what = cmd["do"]
     try:
         if what == "put":
             r = await sdk.put_memory(id=cmd["id"], input=PutMemoryInput(
-                workspaceId=cmd["workspaceId"], kind="observation", content=cmd["content"]))
-            rec = r.data.putMemory.record
+                workspace_id=cmd["workspaceId"], kind="observation", content=cmd["content"]))
+            rec = r.data.put_memory.record
             return {"ok": True, "id": rec.id, "version": rec.version, "author": rec.author.id}
         if what == "post":
-            m = (await sdk.post_message(roomId=cmd["roomId"], input=PostMessageInput(body=cmd["body"]))).data
-            msg = m.postMessage.message
+            m = (await sdk.post_message(room_id=cmd["roomId"], input=PostMessageInput(body=cmd["body"]))).data
+            msg = m.post_message.message
             return {"ok": True, "id": msg.id, "seq": msg.seq, "author": msg.author.id}
         if what == "exchange":
             res = await http.post(f"{cmd['issuer']}/oauth/token", data={
@@ -80,7 +80,7 @@ async def main(base_url: str) -> int:
     logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(message)s")
     logger = JsonLogger("agentgraph.sidecar")
     tokens = BrokeredTokenProvider(logger=logger)
-    sdk = AgentGraph(base_url, token_provider=tokens, logger=logger, **sidecar_client_options())
+    sdk = AsyncAgentGraph(base_url, token_provider=tokens, logger=logger, **sidecar_client_options())
     loop = asyncio.get_running_loop()
     async with httpx.AsyncClient() as http:
         while True:

@@ -86,7 +86,7 @@ def test_max_failed_deliveries_must_be_at_least_one(tmp_path: Path) -> None:
     try:
         for bad in (0, -1, 1.5, True, "3"):
             with pytest.raises(ValueError, match="max_failed_deliveries must be an integer >= 1"):
-                Outbox(store, lambda entry, signal: asyncio.sleep(0), max_failed_deliveries=bad)  # type: ignore
+                Outbox(store, lambda entry: asyncio.sleep(0), max_failed_deliveries=bad)  # type: ignore
     finally:
         store.close()
 
@@ -102,7 +102,7 @@ def test_poison_after_the_limit_then_revive_resets_the_counter_and_the_export_sh
     ]
     sent: List[float] = []
 
-    async def send(entry: Any, signal: Any) -> Any:
+    async def send(entry: Any) -> Any:
         sent.append(clock.now() - NOW)
         answer = answers.pop(0)
         if isinstance(answer, Exception):

@@ -1,6 +1,6 @@
 """The Python SDK installs like any package: both wheels (agentgraph-runtime from sdk-templates/python, agentgraph
 from the generated sdks/python) built from source with Debian's build tools and no network, installed into a fresh
-venv, and samples/quickstart.py run by that venv's python outside the repository (no PYTHONPATH) against a GraphQL
+venv, and samples/quickstart.py run by that venv's python outside the repository (no PYTHONPATH), blocking and async (quickstart_async.py), against a GraphQL
 over HTTP server on loopback that answers the SDK's real requests.
 
 Needs (Debian): python3-build, python3-setuptools, python3-wheel, python3-venv (with python3-pip-whl), python3-httpx,
@@ -57,8 +57,9 @@ def build_wheel(project: Path, parts: List[str], work: Path, dist: Path) -> Path
 
 
 class GraphQLServer(BaseHTTPRequestHandler):
-    """GraphQL over HTTP on loopback, answering Viewer, CreateRoom (only with an Idempotency-Key header equal to the
-    $idempotencyKey variable) and Rooms in two pages. Records every request it got."""
+    """GraphQL over HTTP on loopback, answering Viewer, CreateRoom and PostMessage (only with an Idempotency-Key
+    header equal to the $idempotencyKey variable; a body starting with "poison" is refused as BAD_USER_INPUT) and
+    Rooms in two pages. Records every request it got."""
 
     seen: List[Dict[str, Any]] = []
 
@@ -84,11 +85,19 @@ class GraphQLServer(BaseHTTPRequestHandler):
         if name == "Viewer":
             return 200, {"data": {"viewer": {"role": "OWNER", "tenant": {"id": "t1", "name": "Acme"},
                                              "user": {"id": "u1", "email": "ada@example.com", "displayName": "Ada"}}}}
-        if name == "CreateRoom":
+        if name in ("CreateRoom", "PostMessage"):
             key = self.headers.get("idempotency-key")
             if not key or key != variables.get("idempotencyKey"):
                 return 400, {"errors": [{"message": "Idempotency-Key header missing or not the variable",
                                          "extensions": {"code": "BAD_USER_INPUT"}}]}
+        if name == "PostMessage":
+            body = variables["input"]["body"]
+            if body.startswith("poison"):
+                return 400, {"errors": [{"message": "refused", "extensions": {"code": "BAD_USER_INPUT"}}]}
+            message = {"id": f"m-{len(self.seen)}", "seq": len(self.seen), "body": body,
+                       "createdAt": "2026-12-02T00:00:00Z", "author": {"id": "u1", "displayName": "Ada"}}
+            return 200, {"data": {"postMessage": {"message": message}}}
+        if name == "CreateRoom":
             room = {"id": "room-new", "name": variables["input"]["name"], "createdAt": "2026-12-02T00:00:00Z"}
             return 200, {"data": {"createRoom": {"room": room}}}
         if name == "Rooms":
@@ -149,23 +158,50 @@ def test_both_wheels_install_into_a_fresh_venv_and_the_quickstart_runs_outside_t
 
     app = tmp_path / "app"  # outside the repository: only the venv can provide agentgraph and agentgraph_runtime
     app.mkdir()
-    shutil.copy2(SDK_SRC / "samples" / "quickstart.py", app / "quickstart.py")
     where = run([str(python), "-c", "import agentgraph, agentgraph_runtime; "
                  "print(agentgraph.__file__); print(agentgraph_runtime.__file__)"], app).split()
     assert all(Path(p).is_relative_to(venv) for p in where), where
 
-    out = run([str(python), "quickstart.py", server, TOKEN], app, timeout=60)
-    result = json.loads(out.strip().splitlines()[-1])
-    assert result["viewer"] == "Ada"
-    assert result["created"] == "room-new"
-    assert result["rooms"] == ["general", "random", "support"]
+    for sample in ("quickstart.py", "quickstart_async.py"):
+        GraphQLServer.seen = []
+        shutil.copy2(SDK_SRC / "samples" / sample, app / sample)
+        out = run([str(python), sample, server, TOKEN], app, timeout=60)
+        result = json.loads(out.strip().splitlines()[-1])
+        assert result["viewer"] == "Ada", sample
+        assert (result["created"], result["createdAt"]) == ("room-new", "2026-12-02T00:00:00Z"), sample
+        assert result["rooms"] == ["general", "random", "support"], sample
 
-    seen = GraphQLServer.seen
-    assert [s["body"]["operationName"] for s in seen] == ["Viewer", "CreateRoom", "Rooms", "Rooms"]
-    create = seen[1]
-    assert create["headers"]["idempotency-key"] == create["body"]["variables"]["idempotencyKey"] \
-        == result["idempotencyKey"]
-    assert "idempotency-key" not in seen[0]["headers"]
-    assert [s["body"]["variables"].get("after") for s in seen[2:]] == [None, "c-random"]
-    assert all(s["body"]["variables"].get("first") == 2 for s in seen[2:])
-    assert all(s["headers"]["accept"].startswith("application/graphql-response+json") for s in seen)
+        seen = GraphQLServer.seen
+        assert [s["body"]["operationName"] for s in seen] == ["Viewer", "CreateRoom", "Rooms", "Rooms"], sample
+        create = seen[1]
+        assert create["headers"]["idempotency-key"] == create["body"]["variables"]["idempotencyKey"] \
+            == result["idempotencyKey"]
+        assert create["body"]["variables"]["input"] == {"name": "general"}
+        assert "idempotency-key" not in seen[0]["headers"]
+        assert [s["body"]["variables"].get("after") for s in seen[2:]] == [None, "c-random"]
+        assert all(s["body"]["variables"].get("first") == 2 for s in seen[2:])
+        assert all(s["headers"]["accept"].startswith("application/graphql-response+json") for s in seen)
+
+    GraphQLServer.seen = []
+    shutil.copy2(SDK_SRC / "samples" / "privacy_gate.py", app / "privacy_gate.py")
+    out = json.loads(run([str(python), "privacy_gate.py", server, TOKEN, "room-1"], app, timeout=60).splitlines()[-1])
+    assert out == {"sent": "Lunch at noon?", "refusals": [{"path": "input.body", "reason": "class:PERSONAL"},
+                                                         {"path": "input.body", "reason": "api-key"}]}
+    # Only the allowed message reached the server; both refused calls sent nothing.
+    assert [s["body"]["variables"]["input"]["body"] for s in GraphQLServer.seen] == ["Lunch at noon?"]
+
+    GraphQLServer.seen = []
+    shutil.copy2(SDK_SRC / "samples" / "outbox_basics.py", app / "outbox_basics.py")
+    lines = run([str(python), "outbox_basics.py", server, TOKEN, "room-1", str(app / "outbox.db")], app,
+                timeout=60).splitlines()
+    entries = [json.loads(line) for line in lines[:-1]]
+    assert entries == [
+        {"body": "first", "state": "SENT", "attempts": 1, "failedDeliveries": 0, "error": None},
+        {"body": "second", "state": "SENT", "attempts": 1, "failedDeliveries": 0, "error": None},
+        {"body": "poison: the server refuses this one", "state": "POISON", "attempts": 1, "failedDeliveries": 0,
+         "error": "BAD_USER_INPUT"},
+    ]
+    (dead,) = json.loads(lines[-1])["deadLetters"]
+    assert dead["state"] == "POISON" and dead["lastError"]["code"] == "BAD_USER_INPUT"
+    sent_keys = [s["headers"]["idempotency-key"] for s in GraphQLServer.seen]
+    assert len(sent_keys) == 3 and len(set(sent_keys)) == 3 and dead["idempotencyKey"] == sent_keys[-1]

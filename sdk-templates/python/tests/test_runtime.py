@@ -420,26 +420,3 @@ def test_client_subscriptions_use_the_clients_token_provider_headers_transport_a
     assert [r.headers["authorization"] for r in seen] == ["Bearer token-1", "Bearer token-2", "Bearer token-3"]
     assert [r.headers["x-app"] for r in seen] == ["agent"] * 3
     assert json.loads(seen[0].content)["variables"] == {"room": "r1", "note": "hi"}
-
-
-def test_aborting_cancels_a_request_in_flight_with_abort_error() -> None:
-    from agentgraph_runtime import AbortController, AbortError
-
-    controller = AbortController()
-    started = asyncio.Event()
-
-    async def handler(request: httpx.Request) -> httpx.Response:
-        started.set()
-        await asyncio.get_running_loop().create_future()  # the server never answers
-        raise AssertionError("unreachable")
-
-    async def run() -> None:
-        client = AgentGraphClient("https://api.test/graphql", ERROR_TABLE, transport=httpx.MockTransport(handler))
-        call = asyncio.ensure_future(client.execute(QUERY, {}, signal=controller.signal))
-        await started.wait()
-        controller.abort("user left")
-        with pytest.raises(AbortError):
-            await call
-        await client.aclose()
-
-    asyncio.run(run())

@@ -166,8 +166,8 @@ class AgentAddressInput:
 
     Privacy classes: deviceId: INTERNAL, userId: INTERNAL.
     """
-    deviceId: Optional[str] = _field(default=None)
-    userId: Optional[str] = _field(default=None)
+    device_id: Optional[str] = _field(default=None, metadata={"graphql": "deviceId"})
+    user_id: Optional[str] = _field(default=None, metadata={"graphql": "userId"})
 
 
 @dataclass
@@ -176,11 +176,11 @@ class CreateIntentInput:
 
     Privacy classes: deviceId: INTERNAL, action: INTERNAL, params: PERSONAL, expiresInSeconds: PUBLIC, executionTimeoutSeconds: PUBLIC.
     """
-    deviceId: str
+    device_id: str = _field(metadata={"graphql": "deviceId"})
     action: str
-    expiresInSeconds: int
+    expires_in_seconds: int = _field(metadata={"graphql": "expiresInSeconds"})
     params: Optional[str] = _field(default=None)
-    executionTimeoutSeconds: Optional[int] = _field(default=None)
+    execution_timeout_seconds: Optional[int] = _field(default=None, metadata={"graphql": "executionTimeoutSeconds"})
 
 
 @dataclass
@@ -190,7 +190,7 @@ class CreatePluginInput:
     Privacy classes: name: PUBLIC, displayName: PUBLIC, description: PUBLIC.
     """
     name: str
-    displayName: str
+    display_name: str = _field(metadata={"graphql": "displayName"})
     description: Optional[str] = _field(default=None)
 
 
@@ -210,8 +210,8 @@ class CreateWorkspaceInput:
     Privacy classes: name: INTERNAL, secretPolicy: INTERNAL, embeddingDimensions: INTERNAL.
     """
     name: str
-    secretPolicy: Optional["SecretPolicy"] = _field(default=None)
-    embeddingDimensions: Optional[int] = _field(default=None)
+    secret_policy: Optional["SecretPolicy"] = _field(default=None, metadata={"graphql": "secretPolicy"})
+    embedding_dimensions: Optional[int] = _field(default=None, metadata={"graphql": "embeddingDimensions"})
 
 
 @dataclass
@@ -231,8 +231,8 @@ class MemoryRecordFilterInput:
     """
     kind: Optional[str] = _field(default=None)
     tag: Optional[str] = _field(default=None)
-    authorId: Optional[str] = _field(default=None)
-    updatedSince: Optional[DateTime] = _field(default=None)
+    author_id: Optional[str] = _field(default=None, metadata={"graphql": "authorId"})
+    updated_since: Optional[DateTime] = _field(default=None, metadata={"graphql": "updatedSince"})
 
 
 @dataclass
@@ -243,7 +243,7 @@ class MemorySearchInput:
     """
     text: Optional[str] = _field(default=None)
     embedding: Optional[List[float]] = _field(default=None)
-    textWeight: Optional[float] = _field(default=None)
+    text_weight: Optional[float] = _field(default=None, metadata={"graphql": "textWeight"})
     filter: Optional["MemoryRecordFilterInput"] = _field(default=None)
 
 
@@ -272,14 +272,14 @@ class PutMemoriesRecordInput:
     Privacy classes: id: INTERNAL, expectedVersion: INTERNAL, workspaceId: INTERNAL, kind: INTERNAL, content: PERSONAL, tags: INTERNAL, metadata: PERSONAL, embedding: PERSONAL, expiresAt: INTERNAL.
     """
     id: str
-    workspaceId: str
+    workspace_id: str = _field(metadata={"graphql": "workspaceId"})
     kind: str
     content: str
-    expectedVersion: Optional[int] = _field(default=None)
+    expected_version: Optional[int] = _field(default=None, metadata={"graphql": "expectedVersion"})
     tags: Optional[List[str]] = _field(default=None)
     metadata: Optional[str] = _field(default=None)
     embedding: Optional[List[float]] = _field(default=None)
-    expiresAt: Optional[DateTime] = _field(default=None)
+    expires_at: Optional[DateTime] = _field(default=None, metadata={"graphql": "expiresAt"})
 
 
 @dataclass
@@ -288,13 +288,13 @@ class PutMemoryInput:
 
     Privacy classes: workspaceId: INTERNAL, kind: INTERNAL, content: PERSONAL, tags: INTERNAL, metadata: PERSONAL, embedding: PERSONAL, expiresAt: INTERNAL.
     """
-    workspaceId: str
+    workspace_id: str = _field(metadata={"graphql": "workspaceId"})
     kind: str
     content: str
     tags: Optional[List[str]] = _field(default=None)
     metadata: Optional[str] = _field(default=None)
     embedding: Optional[List[float]] = _field(default=None)
-    expiresAt: Optional[DateTime] = _field(default=None)
+    expires_at: Optional[DateTime] = _field(default=None, metadata={"graphql": "expiresAt"})
 
 
 @dataclass
@@ -315,10 +315,10 @@ class SendAgentMessageInput:
     """
     body: str
     to: Optional["AgentAddressInput"] = _field(default=None)
-    contentType: Optional[str] = _field(default=None)
-    correlationId: Optional[str] = _field(default=None)
-    replyTo: Optional[str] = _field(default=None)
-    expiresInSeconds: Optional[int] = _field(default=None)
+    content_type: Optional[str] = _field(default=None, metadata={"graphql": "contentType"})
+    correlation_id: Optional[str] = _field(default=None, metadata={"graphql": "correlationId"})
+    reply_to: Optional[str] = _field(default=None, metadata={"graphql": "replyTo"})
+    expires_in_seconds: Optional[int] = _field(default=None, metadata={"graphql": "expiresInSeconds"})
 
 
 @dataclass
@@ -327,13 +327,13 @@ class UpdateProfileInput:
 
     Privacy classes: displayName: PERSONAL.
     """
-    displayName: str
+    display_name: str = _field(metadata={"graphql": "displayName"})
 
 
 @dataclass
 class AcknowledgeAgentMessageData:
     """A Mutation as AcknowledgeAgentMessageData selects it."""
-    acknowledgeAgentMessage: "AcknowledgeAgentMessageDataAcknowledgeAgentMessage"
+    acknowledge_agent_message: "AcknowledgeAgentMessageDataAcknowledgeAgentMessage" = _field(metadata={"graphql": "acknowledgeAgentMessage"})
 
 
 @dataclass
@@ -348,18 +348,18 @@ class AcknowledgeAgentMessageDataAcknowledgeAgentMessageMessage:
     id: str
     seq: int
     state: "AgentMessageState"
-    failureReason: Optional[str] = _field(default=None)
-    deliveredAt: Optional[DateTime] = _field(default=None)
-    readAt: Optional[DateTime] = _field(default=None)
-    handledAt: Optional[DateTime] = _field(default=None)
-    acknowledgedAt: Optional[DateTime] = _field(default=None)
-    failedAt: Optional[DateTime] = _field(default=None)
+    failure_reason: Optional[str] = _field(default=None, metadata={"graphql": "failureReason"})
+    delivered_at: Optional[DateTime] = _field(default=None, metadata={"graphql": "deliveredAt"})
+    read_at: Optional[DateTime] = _field(default=None, metadata={"graphql": "readAt"})
+    handled_at: Optional[DateTime] = _field(default=None, metadata={"graphql": "handledAt"})
+    acknowledged_at: Optional[DateTime] = _field(default=None, metadata={"graphql": "acknowledgedAt"})
+    failed_at: Optional[DateTime] = _field(default=None, metadata={"graphql": "failedAt"})
 
 
 @dataclass
 class AddMemberData:
     """A Mutation as AddMemberData selects it."""
-    addMember: "AddMemberDataAddMember"
+    add_member: "AddMemberDataAddMember" = _field(metadata={"graphql": "addMember"})
 
 
 @dataclass
@@ -373,7 +373,7 @@ class AddMemberDataAddMemberMembership:
     """A Membership as AddMemberDataAddMemberMembership selects it."""
     user: "AddMemberDataAddMemberMembershipUser"
     role: "Role"
-    createdAt: DateTime
+    created_at: DateTime = _field(metadata={"graphql": "createdAt"})
 
 
 @dataclass
@@ -381,30 +381,30 @@ class AddMemberDataAddMemberMembershipUser:
     """A User as AddMemberDataAddMemberMembershipUser selects it."""
     id: str
     email: str
-    displayName: str
-    createdAt: DateTime
+    display_name: str = _field(metadata={"graphql": "displayName"})
+    created_at: DateTime = _field(metadata={"graphql": "createdAt"})
 
 
 @dataclass
 class AgentInboxData:
     """A Query as AgentInboxData selects it."""
-    agentInbox: "AgentInboxDataAgentInbox"
+    agent_inbox: "AgentInboxDataAgentInbox" = _field(metadata={"graphql": "agentInbox"})
 
 
 @dataclass
 class AgentInboxDataAgentInbox:
     """A AgentInboxConnection as AgentInboxDataAgentInbox selects it."""
-    lastSeq: int
-    cursorSeq: int
+    last_seq: int = _field(metadata={"graphql": "lastSeq"})
+    cursor_seq: int = _field(metadata={"graphql": "cursorSeq"})
     edges: List["AgentInboxDataAgentInboxEdges"]
-    pageInfo: "AgentInboxDataAgentInboxPageInfo"
+    page_info: "AgentInboxDataAgentInboxPageInfo" = _field(metadata={"graphql": "pageInfo"})
 
 
 @dataclass
 class AgentInboxDataAgentInboxPageInfo:
     """A PageInfo as AgentInboxDataAgentInboxPageInfo selects it."""
-    hasNextPage: bool
-    endCursor: Optional[str] = _field(default=None)
+    has_next_page: bool = _field(metadata={"graphql": "hasNextPage"})
+    end_cursor: Optional[str] = _field(default=None, metadata={"graphql": "endCursor"})
 
 
 @dataclass
@@ -420,13 +420,13 @@ class AgentInboxDataAgentInboxEdgesNode:
     id: str
     seq: int
     body: str
-    contentType: str
+    content_type: str = _field(metadata={"graphql": "contentType"})
     state: "AgentMessageState"
-    createdAt: DateTime
+    created_at: DateTime = _field(metadata={"graphql": "createdAt"})
     from_: "AgentInboxDataAgentInboxEdgesNodeFrom" = _field(metadata={"graphql": "from"})
-    correlationId: Optional[str] = _field(default=None)
-    expiresAt: Optional[DateTime] = _field(default=None)
-    replyTo: Optional["AgentInboxDataAgentInboxEdgesNodeReplyTo"] = _field(default=None)
+    correlation_id: Optional[str] = _field(default=None, metadata={"graphql": "correlationId"})
+    expires_at: Optional[DateTime] = _field(default=None, metadata={"graphql": "expiresAt"})
+    reply_to: Optional["AgentInboxDataAgentInboxEdgesNodeReplyTo"] = _field(default=None, metadata={"graphql": "replyTo"})
 
 
 @dataclass
@@ -439,14 +439,14 @@ class AgentInboxDataAgentInboxEdgesNodeReplyTo:
 class AgentInboxDataAgentInboxEdgesNodeFrom:
     """A AgentAddress as AgentInboxDataAgentInboxEdgesNodeFrom selects it."""
     kind: "AgentAddressKind"
-    deviceId: Optional[str] = _field(default=None)
-    userId: Optional[str] = _field(default=None)
+    device_id: Optional[str] = _field(default=None, metadata={"graphql": "deviceId"})
+    user_id: Optional[str] = _field(default=None, metadata={"graphql": "userId"})
 
 
 @dataclass
 class AgentMessageData:
     """A Query as AgentMessageData selects it."""
-    agentMessage: Optional["AgentMessageDataAgentMessage"] = _field(default=None)
+    agent_message: Optional["AgentMessageDataAgentMessage"] = _field(default=None, metadata={"graphql": "agentMessage"})
 
 
 @dataclass
@@ -455,20 +455,20 @@ class AgentMessageDataAgentMessage:
     id: str
     seq: int
     body: str
-    contentType: str
+    content_type: str = _field(metadata={"graphql": "contentType"})
     state: "AgentMessageState"
-    createdAt: DateTime
+    created_at: DateTime = _field(metadata={"graphql": "createdAt"})
     from_: "AgentMessageDataAgentMessageFrom" = _field(metadata={"graphql": "from"})
     to: "AgentMessageDataAgentMessageTo"
-    correlationId: Optional[str] = _field(default=None)
-    failureReason: Optional[str] = _field(default=None)
-    expiresAt: Optional[DateTime] = _field(default=None)
-    deliveredAt: Optional[DateTime] = _field(default=None)
-    readAt: Optional[DateTime] = _field(default=None)
-    handledAt: Optional[DateTime] = _field(default=None)
-    acknowledgedAt: Optional[DateTime] = _field(default=None)
-    failedAt: Optional[DateTime] = _field(default=None)
-    replyTo: Optional["AgentMessageDataAgentMessageReplyTo"] = _field(default=None)
+    correlation_id: Optional[str] = _field(default=None, metadata={"graphql": "correlationId"})
+    failure_reason: Optional[str] = _field(default=None, metadata={"graphql": "failureReason"})
+    expires_at: Optional[DateTime] = _field(default=None, metadata={"graphql": "expiresAt"})
+    delivered_at: Optional[DateTime] = _field(default=None, metadata={"graphql": "deliveredAt"})
+    read_at: Optional[DateTime] = _field(default=None, metadata={"graphql": "readAt"})
+    handled_at: Optional[DateTime] = _field(default=None, metadata={"graphql": "handledAt"})
+    acknowledged_at: Optional[DateTime] = _field(default=None, metadata={"graphql": "acknowledgedAt"})
+    failed_at: Optional[DateTime] = _field(default=None, metadata={"graphql": "failedAt"})
+    reply_to: Optional["AgentMessageDataAgentMessageReplyTo"] = _field(default=None, metadata={"graphql": "replyTo"})
 
 
 @dataclass
@@ -481,28 +481,28 @@ class AgentMessageDataAgentMessageReplyTo:
 class AgentMessageDataAgentMessageTo:
     """A AgentAddress as AgentMessageDataAgentMessageTo selects it."""
     kind: "AgentAddressKind"
-    deviceId: Optional[str] = _field(default=None)
-    userId: Optional[str] = _field(default=None)
+    device_id: Optional[str] = _field(default=None, metadata={"graphql": "deviceId"})
+    user_id: Optional[str] = _field(default=None, metadata={"graphql": "userId"})
 
 
 @dataclass
 class AgentMessageDataAgentMessageFrom:
     """A AgentAddress as AgentMessageDataAgentMessageFrom selects it."""
     kind: "AgentAddressKind"
-    deviceId: Optional[str] = _field(default=None)
-    userId: Optional[str] = _field(default=None)
+    device_id: Optional[str] = _field(default=None, metadata={"graphql": "deviceId"})
+    user_id: Optional[str] = _field(default=None, metadata={"graphql": "userId"})
 
 
 @dataclass
 class AnalyzerJwksData:
     """A Query as AnalyzerJwksData selects it."""
-    analyzerJwks: str
+    analyzer_jwks: str = _field(metadata={"graphql": "analyzerJwks"})
 
 
 @dataclass
 class AppealReleaseData:
     """A Mutation as AppealReleaseData selects it."""
-    appealRelease: "AppealReleaseDataAppealRelease"
+    appeal_release: "AppealReleaseDataAppealRelease" = _field(metadata={"graphql": "appealRelease"})
 
 
 @dataclass
@@ -521,7 +521,7 @@ class AppealReleaseDataAppealReleaseRelease:
 @dataclass
 class ApproveDeviceAuthorizationData:
     """A Mutation as ApproveDeviceAuthorizationData selects it."""
-    approveDeviceAuthorization: "ApproveDeviceAuthorizationDataApproveDeviceAuthorization"
+    approve_device_authorization: "ApproveDeviceAuthorizationDataApproveDeviceAuthorization" = _field(metadata={"graphql": "approveDeviceAuthorization"})
 
 
 @dataclass
@@ -537,13 +537,13 @@ class ApproveDeviceAuthorizationDataApproveDeviceAuthorizationDevice:
     name: str
     platform: str
     status: "DeviceStatus"
-    remoteActionsEnabled: bool
+    remote_actions_enabled: bool = _field(metadata={"graphql": "remoteActionsEnabled"})
     owner: "ApproveDeviceAuthorizationDataApproveDeviceAuthorizationDeviceOwner"
-    createdAt: DateTime
-    enrolledAt: Optional[DateTime] = _field(default=None)
-    revokedAt: Optional[DateTime] = _field(default=None)
-    keyThumbprint: Optional[str] = _field(default=None)
-    publicJwk: Optional[str] = _field(default=None)
+    created_at: DateTime = _field(metadata={"graphql": "createdAt"})
+    enrolled_at: Optional[DateTime] = _field(default=None, metadata={"graphql": "enrolledAt"})
+    revoked_at: Optional[DateTime] = _field(default=None, metadata={"graphql": "revokedAt"})
+    key_thumbprint: Optional[str] = _field(default=None, metadata={"graphql": "keyThumbprint"})
+    public_jwk: Optional[str] = _field(default=None, metadata={"graphql": "publicJwk"})
 
 
 @dataclass
@@ -551,14 +551,14 @@ class ApproveDeviceAuthorizationDataApproveDeviceAuthorizationDeviceOwner:
     """A User as ApproveDeviceAuthorizationDataApproveDeviceAuthorizationDeviceOwner selects it."""
     id: str
     email: str
-    displayName: str
-    createdAt: DateTime
+    display_name: str = _field(metadata={"graphql": "displayName"})
+    created_at: DateTime = _field(metadata={"graphql": "createdAt"})
 
 
 @dataclass
 class ApproveReleaseData:
     """A Mutation as ApproveReleaseData selects it."""
-    approveRelease: "ApproveReleaseDataApproveRelease"
+    approve_release: "ApproveReleaseDataApproveRelease" = _field(metadata={"graphql": "approveRelease"})
 
 
 @dataclass
@@ -573,13 +573,13 @@ class ApproveReleaseDataApproveReleaseRelease:
     id: str
     state: "ReleaseState"
     channel: Optional["Channel"] = _field(default=None)
-    targetPath: Optional[str] = _field(default=None)
+    target_path: Optional[str] = _field(default=None, metadata={"graphql": "targetPath"})
 
 
 @dataclass
 class CancelIntentData:
     """A Mutation as CancelIntentData selects it."""
-    cancelIntent: "CancelIntentDataCancelIntent"
+    cancel_intent: "CancelIntentDataCancelIntent" = _field(metadata={"graphql": "cancelIntent"})
 
 
 @dataclass
@@ -598,10 +598,10 @@ class CancelIntentDataCancelIntentIntent:
     params: str
     state: "IntentState"
     seq: int
-    createdAt: DateTime
-    expiresAt: DateTime
+    created_at: DateTime = _field(metadata={"graphql": "createdAt"})
+    expires_at: DateTime = _field(metadata={"graphql": "expiresAt"})
     jws: str
-    executionDeadline: Optional[DateTime] = _field(default=None)
+    execution_deadline: Optional[DateTime] = _field(default=None, metadata={"graphql": "executionDeadline"})
 
 
 @dataclass
@@ -609,8 +609,8 @@ class CancelIntentDataCancelIntentIntentRequester:
     """A User as CancelIntentDataCancelIntentIntentRequester selects it."""
     id: str
     email: str
-    displayName: str
-    createdAt: DateTime
+    display_name: str = _field(metadata={"graphql": "displayName"})
+    created_at: DateTime = _field(metadata={"graphql": "createdAt"})
 
 
 @dataclass
@@ -620,12 +620,12 @@ class CancelIntentDataCancelIntentIntentDevice:
     name: str
     platform: str
     status: "DeviceStatus"
-    remoteActionsEnabled: bool
-    createdAt: DateTime
-    enrolledAt: Optional[DateTime] = _field(default=None)
-    revokedAt: Optional[DateTime] = _field(default=None)
-    keyThumbprint: Optional[str] = _field(default=None)
-    publicJwk: Optional[str] = _field(default=None)
+    remote_actions_enabled: bool = _field(metadata={"graphql": "remoteActionsEnabled"})
+    created_at: DateTime = _field(metadata={"graphql": "createdAt"})
+    enrolled_at: Optional[DateTime] = _field(default=None, metadata={"graphql": "enrolledAt"})
+    revoked_at: Optional[DateTime] = _field(default=None, metadata={"graphql": "revokedAt"})
+    key_thumbprint: Optional[str] = _field(default=None, metadata={"graphql": "keyThumbprint"})
+    public_jwk: Optional[str] = _field(default=None, metadata={"graphql": "publicJwk"})
 
 
 @dataclass
@@ -644,22 +644,22 @@ class CapabilitiesDataCapabilities:
 @dataclass
 class CapabilitiesDataCapabilitiesClient:
     """A ClientSettings as CapabilitiesDataCapabilitiesClient selects it."""
-    retryMaxAttempts: int
-    retryBudgetMs: int
-    pollIntervalMs: int
-    telemetryEnabled: bool
+    retry_max_attempts: int = _field(metadata={"graphql": "retryMaxAttempts"})
+    retry_budget_ms: int = _field(metadata={"graphql": "retryBudgetMs"})
+    poll_interval_ms: int = _field(metadata={"graphql": "pollIntervalMs"})
+    telemetry_enabled: bool = _field(metadata={"graphql": "telemetryEnabled"})
 
 
 @dataclass
 class CapabilitiesDataCapabilitiesLimits:
     """A Limits as CapabilitiesDataCapabilitiesLimits selects it."""
-    maxPayloadBytes: int
+    max_payload_bytes: int = _field(metadata={"graphql": "maxPayloadBytes"})
 
 
 @dataclass
 class ChangeMemberRoleData:
     """A Mutation as ChangeMemberRoleData selects it."""
-    changeMemberRole: "ChangeMemberRoleDataChangeMemberRole"
+    change_member_role: "ChangeMemberRoleDataChangeMemberRole" = _field(metadata={"graphql": "changeMemberRole"})
 
 
 @dataclass
@@ -673,7 +673,7 @@ class ChangeMemberRoleDataChangeMemberRoleMembership:
     """A Membership as ChangeMemberRoleDataChangeMemberRoleMembership selects it."""
     user: "ChangeMemberRoleDataChangeMemberRoleMembershipUser"
     role: "Role"
-    createdAt: DateTime
+    created_at: DateTime = _field(metadata={"graphql": "createdAt"})
 
 
 @dataclass
@@ -681,14 +681,14 @@ class ChangeMemberRoleDataChangeMemberRoleMembershipUser:
     """A User as ChangeMemberRoleDataChangeMemberRoleMembershipUser selects it."""
     id: str
     email: str
-    displayName: str
-    createdAt: DateTime
+    display_name: str = _field(metadata={"graphql": "displayName"})
+    created_at: DateTime = _field(metadata={"graphql": "createdAt"})
 
 
 @dataclass
 class CreateIntentData:
     """A Mutation as CreateIntentData selects it."""
-    createIntent: "CreateIntentDataCreateIntent"
+    create_intent: "CreateIntentDataCreateIntent" = _field(metadata={"graphql": "createIntent"})
 
 
 @dataclass
@@ -707,10 +707,10 @@ class CreateIntentDataCreateIntentIntent:
     params: str
     state: "IntentState"
     seq: int
-    createdAt: DateTime
-    expiresAt: DateTime
+    created_at: DateTime = _field(metadata={"graphql": "createdAt"})
+    expires_at: DateTime = _field(metadata={"graphql": "expiresAt"})
     jws: str
-    executionDeadline: Optional[DateTime] = _field(default=None)
+    execution_deadline: Optional[DateTime] = _field(default=None, metadata={"graphql": "executionDeadline"})
 
 
 @dataclass
@@ -718,8 +718,8 @@ class CreateIntentDataCreateIntentIntentRequester:
     """A User as CreateIntentDataCreateIntentIntentRequester selects it."""
     id: str
     email: str
-    displayName: str
-    createdAt: DateTime
+    display_name: str = _field(metadata={"graphql": "displayName"})
+    created_at: DateTime = _field(metadata={"graphql": "createdAt"})
 
 
 @dataclass
@@ -729,18 +729,18 @@ class CreateIntentDataCreateIntentIntentDevice:
     name: str
     platform: str
     status: "DeviceStatus"
-    remoteActionsEnabled: bool
-    createdAt: DateTime
-    enrolledAt: Optional[DateTime] = _field(default=None)
-    revokedAt: Optional[DateTime] = _field(default=None)
-    keyThumbprint: Optional[str] = _field(default=None)
-    publicJwk: Optional[str] = _field(default=None)
+    remote_actions_enabled: bool = _field(metadata={"graphql": "remoteActionsEnabled"})
+    created_at: DateTime = _field(metadata={"graphql": "createdAt"})
+    enrolled_at: Optional[DateTime] = _field(default=None, metadata={"graphql": "enrolledAt"})
+    revoked_at: Optional[DateTime] = _field(default=None, metadata={"graphql": "revokedAt"})
+    key_thumbprint: Optional[str] = _field(default=None, metadata={"graphql": "keyThumbprint"})
+    public_jwk: Optional[str] = _field(default=None, metadata={"graphql": "publicJwk"})
 
 
 @dataclass
 class CreatePluginData:
     """A Mutation as CreatePluginData selects it."""
-    createPlugin: "CreatePluginDataCreatePlugin"
+    create_plugin: "CreatePluginDataCreatePlugin" = _field(metadata={"graphql": "createPlugin"})
 
 
 @dataclass
@@ -754,10 +754,10 @@ class CreatePluginDataCreatePluginPlugin:
     """A Plugin as CreatePluginDataCreatePluginPlugin selects it."""
     id: str
     name: str
-    displayName: str
+    display_name: str = _field(metadata={"graphql": "displayName"})
     description: str
     publisher: "CreatePluginDataCreatePluginPluginPublisher"
-    createdAt: DateTime
+    created_at: DateTime = _field(metadata={"graphql": "createdAt"})
 
 
 @dataclass
@@ -765,14 +765,14 @@ class CreatePluginDataCreatePluginPluginPublisher:
     """A User as CreatePluginDataCreatePluginPluginPublisher selects it."""
     id: str
     email: str
-    displayName: str
-    createdAt: DateTime
+    display_name: str = _field(metadata={"graphql": "displayName"})
+    created_at: DateTime = _field(metadata={"graphql": "createdAt"})
 
 
 @dataclass
 class CreateRoomData:
     """A Mutation as CreateRoomData selects it."""
-    createRoom: "CreateRoomDataCreateRoom"
+    create_room: "CreateRoomDataCreateRoom" = _field(metadata={"graphql": "createRoom"})
 
 
 @dataclass
@@ -786,13 +786,13 @@ class CreateRoomDataCreateRoomRoom:
     """A Room as CreateRoomDataCreateRoomRoom selects it."""
     id: str
     name: str
-    createdAt: DateTime
+    created_at: DateTime = _field(metadata={"graphql": "createdAt"})
 
 
 @dataclass
 class CreateWorkspaceData:
     """A Mutation as CreateWorkspaceData selects it."""
-    createWorkspace: "CreateWorkspaceDataCreateWorkspace"
+    create_workspace: "CreateWorkspaceDataCreateWorkspace" = _field(metadata={"graphql": "createWorkspace"})
 
 
 @dataclass
@@ -806,15 +806,15 @@ class CreateWorkspaceDataCreateWorkspaceWorkspace:
     """A Workspace as CreateWorkspaceDataCreateWorkspaceWorkspace selects it."""
     id: str
     name: str
-    createdAt: DateTime
-    secretPolicy: "SecretPolicy"
-    embeddingDimensions: Optional[int] = _field(default=None)
+    created_at: DateTime = _field(metadata={"graphql": "createdAt"})
+    secret_policy: "SecretPolicy" = _field(metadata={"graphql": "secretPolicy"})
+    embedding_dimensions: Optional[int] = _field(default=None, metadata={"graphql": "embeddingDimensions"})
 
 
 @dataclass
 class DeclareReleaseData:
     """A Mutation as DeclareReleaseData selects it."""
-    declareRelease: "DeclareReleaseDataDeclareRelease"
+    declare_release: "DeclareReleaseDataDeclareRelease" = _field(metadata={"graphql": "declareRelease"})
 
 
 @dataclass
@@ -830,12 +830,12 @@ class DeclareReleaseDataDeclareReleaseRelease:
     plugin: "DeclareReleaseDataDeclareReleaseReleasePlugin"
     version: str
     state: "ReleaseState"
-    createdBy: "DeclareReleaseDataDeclareReleaseReleaseCreatedBy"
-    createdAt: DateTime
-    stateReason: Optional[str] = _field(default=None)
+    created_by: "DeclareReleaseDataDeclareReleaseReleaseCreatedBy" = _field(metadata={"graphql": "createdBy"})
+    created_at: DateTime = _field(metadata={"graphql": "createdAt"})
+    state_reason: Optional[str] = _field(default=None, metadata={"graphql": "stateReason"})
     package: Optional["DeclareReleaseDataDeclareReleaseReleasePackage"] = _field(default=None)
     channel: Optional["Channel"] = _field(default=None)
-    targetPath: Optional[str] = _field(default=None)
+    target_path: Optional[str] = _field(default=None, metadata={"graphql": "targetPath"})
     analysis: Optional["DeclareReleaseDataDeclareReleaseReleaseAnalysis"] = _field(default=None)
 
 
@@ -846,19 +846,19 @@ class DeclareReleaseDataDeclareReleaseReleaseAnalysis:
     attempts: int
     verdict: Optional["AnalysisVerdict"] = _field(default=None)
     reason: Optional[str] = _field(default=None)
-    startedAt: Optional[DateTime] = _field(default=None)
-    finishedAt: Optional[DateTime] = _field(default=None)
+    started_at: Optional[DateTime] = _field(default=None, metadata={"graphql": "startedAt"})
+    finished_at: Optional[DateTime] = _field(default=None, metadata={"graphql": "finishedAt"})
     envelope: Optional[str] = _field(default=None)
-    keyId: Optional[str] = _field(default=None)
+    key_id: Optional[str] = _field(default=None, metadata={"graphql": "keyId"})
 
 
 @dataclass
 class DeclareReleaseDataDeclareReleaseReleasePackage:
     """A ReleasePackage as DeclareReleaseDataDeclareReleaseReleasePackage selects it."""
-    sizeBytes: int
+    size_bytes: int = _field(metadata={"graphql": "sizeBytes"})
     sha256: str
     sha512: str
-    uploadedAt: DateTime
+    uploaded_at: DateTime = _field(metadata={"graphql": "uploadedAt"})
 
 
 @dataclass
@@ -866,8 +866,8 @@ class DeclareReleaseDataDeclareReleaseReleaseCreatedBy:
     """A User as DeclareReleaseDataDeclareReleaseReleaseCreatedBy selects it."""
     id: str
     email: str
-    displayName: str
-    createdAt: DateTime
+    display_name: str = _field(metadata={"graphql": "displayName"})
+    created_at: DateTime = _field(metadata={"graphql": "createdAt"})
 
 
 @dataclass
@@ -875,40 +875,40 @@ class DeclareReleaseDataDeclareReleaseReleasePlugin:
     """A Plugin as DeclareReleaseDataDeclareReleaseReleasePlugin selects it."""
     id: str
     name: str
-    displayName: str
+    display_name: str = _field(metadata={"graphql": "displayName"})
     description: str
-    createdAt: DateTime
+    created_at: DateTime = _field(metadata={"graphql": "createdAt"})
 
 
 @dataclass
 class DeleteMemoryData:
     """A Mutation as DeleteMemoryData selects it."""
-    deleteMemory: "DeleteMemoryDataDeleteMemory"
+    delete_memory: "DeleteMemoryDataDeleteMemory" = _field(metadata={"graphql": "deleteMemory"})
 
 
 @dataclass
 class DeleteMemoryDataDeleteMemory:
     """A DeleteMemoryPayload as DeleteMemoryDataDeleteMemory selects it."""
-    deletedId: str
+    deleted_id: str = _field(metadata={"graphql": "deletedId"})
 
 
 @dataclass
 class DeleteWorkspaceData:
     """A Mutation as DeleteWorkspaceData selects it."""
-    deleteWorkspace: "DeleteWorkspaceDataDeleteWorkspace"
+    delete_workspace: "DeleteWorkspaceDataDeleteWorkspace" = _field(metadata={"graphql": "deleteWorkspace"})
 
 
 @dataclass
 class DeleteWorkspaceDataDeleteWorkspace:
     """A DeleteWorkspacePayload as DeleteWorkspaceDataDeleteWorkspace selects it."""
-    deletedId: str
-    recordsDeleted: int
+    deleted_id: str = _field(metadata={"graphql": "deletedId"})
+    records_deleted: int = _field(metadata={"graphql": "recordsDeleted"})
 
 
 @dataclass
 class DenyDeviceAuthorizationData:
     """A Mutation as DenyDeviceAuthorizationData selects it."""
-    denyDeviceAuthorization: "DenyDeviceAuthorizationDataDenyDeviceAuthorization"
+    deny_device_authorization: "DenyDeviceAuthorizationDataDenyDeviceAuthorization" = _field(metadata={"graphql": "denyDeviceAuthorization"})
 
 
 @dataclass
@@ -930,13 +930,13 @@ class DeviceDataDevice:
     name: str
     platform: str
     status: "DeviceStatus"
-    remoteActionsEnabled: bool
+    remote_actions_enabled: bool = _field(metadata={"graphql": "remoteActionsEnabled"})
     owner: "DeviceDataDeviceOwner"
-    createdAt: DateTime
-    enrolledAt: Optional[DateTime] = _field(default=None)
-    revokedAt: Optional[DateTime] = _field(default=None)
-    keyThumbprint: Optional[str] = _field(default=None)
-    publicJwk: Optional[str] = _field(default=None)
+    created_at: DateTime = _field(metadata={"graphql": "createdAt"})
+    enrolled_at: Optional[DateTime] = _field(default=None, metadata={"graphql": "enrolledAt"})
+    revoked_at: Optional[DateTime] = _field(default=None, metadata={"graphql": "revokedAt"})
+    key_thumbprint: Optional[str] = _field(default=None, metadata={"graphql": "keyThumbprint"})
+    public_jwk: Optional[str] = _field(default=None, metadata={"graphql": "publicJwk"})
 
 
 @dataclass
@@ -944,47 +944,47 @@ class DeviceDataDeviceOwner:
     """A User as DeviceDataDeviceOwner selects it."""
     id: str
     email: str
-    displayName: str
-    createdAt: DateTime
+    display_name: str = _field(metadata={"graphql": "displayName"})
+    created_at: DateTime = _field(metadata={"graphql": "createdAt"})
 
 
 @dataclass
 class DeviceAuthorizationData:
     """A Query as DeviceAuthorizationData selects it."""
-    deviceAuthorization: Optional["DeviceAuthorizationDataDeviceAuthorization"] = _field(default=None)
+    device_authorization: Optional["DeviceAuthorizationDataDeviceAuthorization"] = _field(default=None, metadata={"graphql": "deviceAuthorization"})
 
 
 @dataclass
 class DeviceAuthorizationDataDeviceAuthorization:
     """A DeviceAuthorization as DeviceAuthorizationDataDeviceAuthorization selects it."""
-    userCode: str
-    clientId: str
-    clientName: str
+    user_code: str = _field(metadata={"graphql": "userCode"})
+    client_id: str = _field(metadata={"graphql": "clientId"})
+    client_name: str = _field(metadata={"graphql": "clientName"})
     scopes: List[str]
-    deviceName: str
+    device_name: str = _field(metadata={"graphql": "deviceName"})
     platform: str
-    keyThumbprint: str
-    expiresAt: DateTime
+    key_thumbprint: str = _field(metadata={"graphql": "keyThumbprint"})
+    expires_at: DateTime = _field(metadata={"graphql": "expiresAt"})
 
 
 @dataclass
 class DeviceIntentsData:
     """A Query as DeviceIntentsData selects it."""
-    deviceIntents: "DeviceIntentsDataDeviceIntents"
+    device_intents: "DeviceIntentsDataDeviceIntents" = _field(metadata={"graphql": "deviceIntents"})
 
 
 @dataclass
 class DeviceIntentsDataDeviceIntents:
     """A IntentConnection as DeviceIntentsDataDeviceIntents selects it."""
     edges: List["DeviceIntentsDataDeviceIntentsEdges"]
-    pageInfo: "DeviceIntentsDataDeviceIntentsPageInfo"
+    page_info: "DeviceIntentsDataDeviceIntentsPageInfo" = _field(metadata={"graphql": "pageInfo"})
 
 
 @dataclass
 class DeviceIntentsDataDeviceIntentsPageInfo:
     """A PageInfo as DeviceIntentsDataDeviceIntentsPageInfo selects it."""
-    hasNextPage: bool
-    endCursor: Optional[str] = _field(default=None)
+    has_next_page: bool = _field(metadata={"graphql": "hasNextPage"})
+    end_cursor: Optional[str] = _field(default=None, metadata={"graphql": "endCursor"})
 
 
 @dataclass
@@ -1004,10 +1004,10 @@ class DeviceIntentsDataDeviceIntentsEdgesNode:
     params: str
     state: "IntentState"
     seq: int
-    createdAt: DateTime
-    expiresAt: DateTime
+    created_at: DateTime = _field(metadata={"graphql": "createdAt"})
+    expires_at: DateTime = _field(metadata={"graphql": "expiresAt"})
     jws: str
-    executionDeadline: Optional[DateTime] = _field(default=None)
+    execution_deadline: Optional[DateTime] = _field(default=None, metadata={"graphql": "executionDeadline"})
 
 
 @dataclass
@@ -1015,8 +1015,8 @@ class DeviceIntentsDataDeviceIntentsEdgesNodeRequester:
     """A User as DeviceIntentsDataDeviceIntentsEdgesNodeRequester selects it."""
     id: str
     email: str
-    displayName: str
-    createdAt: DateTime
+    display_name: str = _field(metadata={"graphql": "displayName"})
+    created_at: DateTime = _field(metadata={"graphql": "createdAt"})
 
 
 @dataclass
@@ -1026,13 +1026,13 @@ class DeviceIntentsDataDeviceIntentsEdgesNodeDevice:
     name: str
     platform: str
     status: "DeviceStatus"
-    remoteActionsEnabled: bool
+    remote_actions_enabled: bool = _field(metadata={"graphql": "remoteActionsEnabled"})
     owner: "DeviceIntentsDataDeviceIntentsEdgesNodeDeviceOwner"
-    createdAt: DateTime
-    enrolledAt: Optional[DateTime] = _field(default=None)
-    revokedAt: Optional[DateTime] = _field(default=None)
-    keyThumbprint: Optional[str] = _field(default=None)
-    publicJwk: Optional[str] = _field(default=None)
+    created_at: DateTime = _field(metadata={"graphql": "createdAt"})
+    enrolled_at: Optional[DateTime] = _field(default=None, metadata={"graphql": "enrolledAt"})
+    revoked_at: Optional[DateTime] = _field(default=None, metadata={"graphql": "revokedAt"})
+    key_thumbprint: Optional[str] = _field(default=None, metadata={"graphql": "keyThumbprint"})
+    public_jwk: Optional[str] = _field(default=None, metadata={"graphql": "publicJwk"})
 
 
 @dataclass
@@ -1040,14 +1040,14 @@ class DeviceIntentsDataDeviceIntentsEdgesNodeDeviceOwner:
     """A User as DeviceIntentsDataDeviceIntentsEdgesNodeDeviceOwner selects it."""
     id: str
     email: str
-    displayName: str
-    createdAt: DateTime
+    display_name: str = _field(metadata={"graphql": "displayName"})
+    created_at: DateTime = _field(metadata={"graphql": "createdAt"})
 
 
 @dataclass
 class DeviceIntentsSubscriptionData:
     """A Subscription as DeviceIntentsSubscriptionData selects it."""
-    deviceIntents: "DeviceIntentsSubscriptionDataDeviceIntents"
+    device_intents: "DeviceIntentsSubscriptionDataDeviceIntents" = _field(metadata={"graphql": "deviceIntents"})
 
 
 @dataclass
@@ -1060,10 +1060,10 @@ class DeviceIntentsSubscriptionDataDeviceIntents:
     params: str
     state: "IntentState"
     seq: int
-    createdAt: DateTime
-    expiresAt: DateTime
+    created_at: DateTime = _field(metadata={"graphql": "createdAt"})
+    expires_at: DateTime = _field(metadata={"graphql": "expiresAt"})
     jws: str
-    executionDeadline: Optional[DateTime] = _field(default=None)
+    execution_deadline: Optional[DateTime] = _field(default=None, metadata={"graphql": "executionDeadline"})
 
 
 @dataclass
@@ -1094,14 +1094,14 @@ class DevicesDataTenant:
 class DevicesDataTenantDevices:
     """A DeviceConnection as DevicesDataTenantDevices selects it."""
     edges: List["DevicesDataTenantDevicesEdges"]
-    pageInfo: "DevicesDataTenantDevicesPageInfo"
+    page_info: "DevicesDataTenantDevicesPageInfo" = _field(metadata={"graphql": "pageInfo"})
 
 
 @dataclass
 class DevicesDataTenantDevicesPageInfo:
     """A PageInfo as DevicesDataTenantDevicesPageInfo selects it."""
-    hasNextPage: bool
-    endCursor: Optional[str] = _field(default=None)
+    has_next_page: bool = _field(metadata={"graphql": "hasNextPage"})
+    end_cursor: Optional[str] = _field(default=None, metadata={"graphql": "endCursor"})
 
 
 @dataclass
@@ -1118,25 +1118,25 @@ class DevicesDataTenantDevicesEdgesNode:
     name: str
     platform: str
     status: "DeviceStatus"
-    remoteActionsEnabled: bool
+    remote_actions_enabled: bool = _field(metadata={"graphql": "remoteActionsEnabled"})
     owner: "DevicesDataTenantDevicesEdgesNodeOwner"
-    createdAt: DateTime
-    enrolledAt: Optional[DateTime] = _field(default=None)
-    revokedAt: Optional[DateTime] = _field(default=None)
-    keyThumbprint: Optional[str] = _field(default=None)
+    created_at: DateTime = _field(metadata={"graphql": "createdAt"})
+    enrolled_at: Optional[DateTime] = _field(default=None, metadata={"graphql": "enrolledAt"})
+    revoked_at: Optional[DateTime] = _field(default=None, metadata={"graphql": "revokedAt"})
+    key_thumbprint: Optional[str] = _field(default=None, metadata={"graphql": "keyThumbprint"})
 
 
 @dataclass
 class DevicesDataTenantDevicesEdgesNodeOwner:
     """A User as DevicesDataTenantDevicesEdgesNodeOwner selects it."""
     id: str
-    displayName: str
+    display_name: str = _field(metadata={"graphql": "displayName"})
 
 
 @dataclass
 class EmergencyStopData:
     """A Query as EmergencyStopData selects it."""
-    emergencyStop: "EmergencyStopDataEmergencyStop"
+    emergency_stop: "EmergencyStopDataEmergencyStop" = _field(metadata={"graphql": "emergencyStop"})
 
 
 @dataclass
@@ -1152,8 +1152,8 @@ class EmergencyStopDataEmergencyStopGlobal:
     """A EmergencyStop as EmergencyStopDataEmergencyStopGlobal selects it."""
     scope: "EmergencyStopScope"
     reason: str
-    engagedAt: DateTime
-    engagedBy: str
+    engaged_at: DateTime = _field(metadata={"graphql": "engagedAt"})
+    engaged_by: str = _field(metadata={"graphql": "engagedBy"})
 
 
 @dataclass
@@ -1161,14 +1161,14 @@ class EmergencyStopDataEmergencyStopTenant:
     """A EmergencyStop as EmergencyStopDataEmergencyStopTenant selects it."""
     scope: "EmergencyStopScope"
     reason: str
-    engagedAt: DateTime
-    engagedBy: str
+    engaged_at: DateTime = _field(metadata={"graphql": "engagedAt"})
+    engaged_by: str = _field(metadata={"graphql": "engagedBy"})
 
 
 @dataclass
 class EngageEmergencyStopData:
     """A Mutation as EngageEmergencyStopData selects it."""
-    engageEmergencyStop: "EngageEmergencyStopDataEngageEmergencyStop"
+    engage_emergency_stop: "EngageEmergencyStopDataEngageEmergencyStop" = _field(metadata={"graphql": "engageEmergencyStop"})
 
 
 @dataclass
@@ -1190,8 +1190,8 @@ class EngageEmergencyStopDataEngageEmergencyStopStatusGlobal:
     """A EmergencyStop as EngageEmergencyStopDataEngageEmergencyStopStatusGlobal selects it."""
     scope: "EmergencyStopScope"
     reason: str
-    engagedAt: DateTime
-    engagedBy: str
+    engaged_at: DateTime = _field(metadata={"graphql": "engagedAt"})
+    engaged_by: str = _field(metadata={"graphql": "engagedBy"})
 
 
 @dataclass
@@ -1199,23 +1199,23 @@ class EngageEmergencyStopDataEngageEmergencyStopStatusTenant:
     """A EmergencyStop as EngageEmergencyStopDataEngageEmergencyStopStatusTenant selects it."""
     scope: "EmergencyStopScope"
     reason: str
-    engagedAt: DateTime
-    engagedBy: str
+    engaged_at: DateTime = _field(metadata={"graphql": "engagedAt"})
+    engaged_by: str = _field(metadata={"graphql": "engagedBy"})
 
 
 @dataclass
 class EraseTenantMemoryData:
     """A Mutation as EraseTenantMemoryData selects it."""
-    eraseTenantMemory: "EraseTenantMemoryDataEraseTenantMemory"
+    erase_tenant_memory: "EraseTenantMemoryDataEraseTenantMemory" = _field(metadata={"graphql": "eraseTenantMemory"})
 
 
 @dataclass
 class EraseTenantMemoryDataEraseTenantMemory:
     """A EraseTenantMemoryPayload as EraseTenantMemoryDataEraseTenantMemory selects it."""
-    workspacesDeleted: int
-    recordsDeleted: int
-    auditId: str
-    erasedAt: DateTime
+    workspaces_deleted: int = _field(metadata={"graphql": "workspacesDeleted"})
+    records_deleted: int = _field(metadata={"graphql": "recordsDeleted"})
+    audit_id: str = _field(metadata={"graphql": "auditId"})
+    erased_at: DateTime = _field(metadata={"graphql": "erasedAt"})
 
 
 @dataclass
@@ -1234,10 +1234,10 @@ class IntentDataIntent:
     params: str
     state: "IntentState"
     seq: int
-    createdAt: DateTime
-    expiresAt: DateTime
+    created_at: DateTime = _field(metadata={"graphql": "createdAt"})
+    expires_at: DateTime = _field(metadata={"graphql": "expiresAt"})
     jws: str
-    executionDeadline: Optional[DateTime] = _field(default=None)
+    execution_deadline: Optional[DateTime] = _field(default=None, metadata={"graphql": "executionDeadline"})
 
 
 @dataclass
@@ -1245,8 +1245,8 @@ class IntentDataIntentRequester:
     """A User as IntentDataIntentRequester selects it."""
     id: str
     email: str
-    displayName: str
-    createdAt: DateTime
+    display_name: str = _field(metadata={"graphql": "displayName"})
+    created_at: DateTime = _field(metadata={"graphql": "createdAt"})
 
 
 @dataclass
@@ -1256,13 +1256,13 @@ class IntentDataIntentDevice:
     name: str
     platform: str
     status: "DeviceStatus"
-    remoteActionsEnabled: bool
+    remote_actions_enabled: bool = _field(metadata={"graphql": "remoteActionsEnabled"})
     owner: "IntentDataIntentDeviceOwner"
-    createdAt: DateTime
-    enrolledAt: Optional[DateTime] = _field(default=None)
-    revokedAt: Optional[DateTime] = _field(default=None)
-    keyThumbprint: Optional[str] = _field(default=None)
-    publicJwk: Optional[str] = _field(default=None)
+    created_at: DateTime = _field(metadata={"graphql": "createdAt"})
+    enrolled_at: Optional[DateTime] = _field(default=None, metadata={"graphql": "enrolledAt"})
+    revoked_at: Optional[DateTime] = _field(default=None, metadata={"graphql": "revokedAt"})
+    key_thumbprint: Optional[str] = _field(default=None, metadata={"graphql": "keyThumbprint"})
+    public_jwk: Optional[str] = _field(default=None, metadata={"graphql": "publicJwk"})
 
 
 @dataclass
@@ -1270,14 +1270,14 @@ class IntentDataIntentDeviceOwner:
     """A User as IntentDataIntentDeviceOwner selects it."""
     id: str
     email: str
-    displayName: str
-    createdAt: DateTime
+    display_name: str = _field(metadata={"graphql": "displayName"})
+    created_at: DateTime = _field(metadata={"graphql": "createdAt"})
 
 
 @dataclass
 class IntentUpdatesData:
     """A Subscription as IntentUpdatesData selects it."""
-    intentUpdates: "IntentUpdatesDataIntentUpdates"
+    intent_updates: "IntentUpdatesDataIntentUpdates" = _field(metadata={"graphql": "intentUpdates"})
 
 
 @dataclass
@@ -1296,11 +1296,11 @@ class IntentUpdatesDataIntentUpdates:
 class IntentUpdatesDataIntentUpdatesOrigin:
     """A RequestOrigin as IntentUpdatesDataIntentUpdatesOrigin selects it."""
     ip: Optional[str] = _field(default=None)
-    forwardedFor: Optional[str] = _field(default=None)
-    userAgent: Optional[str] = _field(default=None)
-    clientId: Optional[str] = _field(default=None)
-    deviceId: Optional[str] = _field(default=None)
-    correlationId: Optional[str] = _field(default=None)
+    forwarded_for: Optional[str] = _field(default=None, metadata={"graphql": "forwardedFor"})
+    user_agent: Optional[str] = _field(default=None, metadata={"graphql": "userAgent"})
+    client_id: Optional[str] = _field(default=None, metadata={"graphql": "clientId"})
+    device_id: Optional[str] = _field(default=None, metadata={"graphql": "deviceId"})
+    correlation_id: Optional[str] = _field(default=None, metadata={"graphql": "correlationId"})
 
 
 @dataclass
@@ -1312,7 +1312,7 @@ class IntentUpdatesDataIntentUpdatesIntent:
 @dataclass
 class LiftEmergencyStopData:
     """A Mutation as LiftEmergencyStopData selects it."""
-    liftEmergencyStop: "LiftEmergencyStopDataLiftEmergencyStop"
+    lift_emergency_stop: "LiftEmergencyStopDataLiftEmergencyStop" = _field(metadata={"graphql": "liftEmergencyStop"})
 
 
 @dataclass
@@ -1334,8 +1334,8 @@ class LiftEmergencyStopDataLiftEmergencyStopStatusGlobal:
     """A EmergencyStop as LiftEmergencyStopDataLiftEmergencyStopStatusGlobal selects it."""
     scope: "EmergencyStopScope"
     reason: str
-    engagedAt: DateTime
-    engagedBy: str
+    engaged_at: DateTime = _field(metadata={"graphql": "engagedAt"})
+    engaged_by: str = _field(metadata={"graphql": "engagedBy"})
 
 
 @dataclass
@@ -1343,8 +1343,8 @@ class LiftEmergencyStopDataLiftEmergencyStopStatusTenant:
     """A EmergencyStop as LiftEmergencyStopDataLiftEmergencyStopStatusTenant selects it."""
     scope: "EmergencyStopScope"
     reason: str
-    engagedAt: DateTime
-    engagedBy: str
+    engaged_at: DateTime = _field(metadata={"graphql": "engagedAt"})
+    engaged_by: str = _field(metadata={"graphql": "engagedBy"})
 
 
 @dataclass
@@ -1363,14 +1363,14 @@ class MembersDataTenant:
 class MembersDataTenantMembers:
     """A MembershipConnection as MembersDataTenantMembers selects it."""
     edges: List["MembersDataTenantMembersEdges"]
-    pageInfo: "MembersDataTenantMembersPageInfo"
+    page_info: "MembersDataTenantMembersPageInfo" = _field(metadata={"graphql": "pageInfo"})
 
 
 @dataclass
 class MembersDataTenantMembersPageInfo:
     """A PageInfo as MembersDataTenantMembersPageInfo selects it."""
-    hasNextPage: bool
-    endCursor: Optional[str] = _field(default=None)
+    has_next_page: bool = _field(metadata={"graphql": "hasNextPage"})
+    end_cursor: Optional[str] = _field(default=None, metadata={"graphql": "endCursor"})
 
 
 @dataclass
@@ -1384,7 +1384,7 @@ class MembersDataTenantMembersEdges:
 class MembersDataTenantMembersEdgesNode:
     """A Membership as MembersDataTenantMembersEdgesNode selects it."""
     role: "Role"
-    createdAt: DateTime
+    created_at: DateTime = _field(metadata={"graphql": "createdAt"})
     user: "MembersDataTenantMembersEdgesNodeUser"
 
 
@@ -1393,27 +1393,27 @@ class MembersDataTenantMembersEdgesNodeUser:
     """A User as MembersDataTenantMembersEdgesNodeUser selects it."""
     id: str
     email: str
-    displayName: str
+    display_name: str = _field(metadata={"graphql": "displayName"})
 
 
 @dataclass
 class MemoryJobsData:
     """A Query as MemoryJobsData selects it."""
-    memoryJobs: "MemoryJobsDataMemoryJobs"
+    memory_jobs: "MemoryJobsDataMemoryJobs" = _field(metadata={"graphql": "memoryJobs"})
 
 
 @dataclass
 class MemoryJobsDataMemoryJobs:
     """A MemoryJobConnection as MemoryJobsDataMemoryJobs selects it."""
     edges: List["MemoryJobsDataMemoryJobsEdges"]
-    pageInfo: "MemoryJobsDataMemoryJobsPageInfo"
+    page_info: "MemoryJobsDataMemoryJobsPageInfo" = _field(metadata={"graphql": "pageInfo"})
 
 
 @dataclass
 class MemoryJobsDataMemoryJobsPageInfo:
     """A PageInfo as MemoryJobsDataMemoryJobsPageInfo selects it."""
-    hasNextPage: bool
-    endCursor: Optional[str] = _field(default=None)
+    has_next_page: bool = _field(metadata={"graphql": "hasNextPage"})
+    end_cursor: Optional[str] = _field(default=None, metadata={"graphql": "endCursor"})
 
 
 @dataclass
@@ -1427,20 +1427,20 @@ class MemoryJobsDataMemoryJobsEdges:
 class MemoryJobsDataMemoryJobsEdgesNode:
     """A MemoryJob as MemoryJobsDataMemoryJobsEdgesNode selects it."""
     id: str
-    recordId: str
-    workspaceId: str
+    record_id: str = _field(metadata={"graphql": "recordId"})
+    workspace_id: str = _field(metadata={"graphql": "workspaceId"})
     state: "MemoryJobState"
     attempts: int
-    runAfter: DateTime
-    createdAt: DateTime
-    updatedAt: DateTime
-    lastError: Optional[str] = _field(default=None)
+    run_after: DateTime = _field(metadata={"graphql": "runAfter"})
+    created_at: DateTime = _field(metadata={"graphql": "createdAt"})
+    updated_at: DateTime = _field(metadata={"graphql": "updatedAt"})
+    last_error: Optional[str] = _field(default=None, metadata={"graphql": "lastError"})
 
 
 @dataclass
 class MemoryRecordData:
     """A Query as MemoryRecordData selects it."""
-    memoryRecord: Optional["MemoryRecordDataMemoryRecord"] = _field(default=None)
+    memory_record: Optional["MemoryRecordDataMemoryRecord"] = _field(default=None, metadata={"graphql": "memoryRecord"})
 
 
 @dataclass
@@ -1452,12 +1452,12 @@ class MemoryRecordDataMemoryRecord:
     content: str
     tags: List[str]
     metadata: str
-    createdAt: DateTime
-    updatedAt: DateTime
+    created_at: DateTime = _field(metadata={"graphql": "createdAt"})
+    updated_at: DateTime = _field(metadata={"graphql": "updatedAt"})
     author: "MemoryRecordDataMemoryRecordAuthor"
     workspace: "MemoryRecordDataMemoryRecordWorkspace"
     embedding: Optional[List[float]] = _field(default=None)
-    expiresAt: Optional[DateTime] = _field(default=None)
+    expires_at: Optional[DateTime] = _field(default=None, metadata={"graphql": "expiresAt"})
 
 
 @dataclass
@@ -1471,13 +1471,13 @@ class MemoryRecordDataMemoryRecordWorkspace:
 class MemoryRecordDataMemoryRecordAuthor:
     """A User as MemoryRecordDataMemoryRecordAuthor selects it."""
     id: str
-    displayName: str
+    display_name: str = _field(metadata={"graphql": "displayName"})
 
 
 @dataclass
 class OnAgentMessageData:
     """A Subscription as OnAgentMessageData selects it."""
-    agentMessages: "OnAgentMessageDataAgentMessages"
+    agent_messages: "OnAgentMessageDataAgentMessages" = _field(metadata={"graphql": "agentMessages"})
 
 
 @dataclass
@@ -1486,13 +1486,13 @@ class OnAgentMessageDataAgentMessages:
     id: str
     seq: int
     body: str
-    contentType: str
+    content_type: str = _field(metadata={"graphql": "contentType"})
     state: "AgentMessageState"
-    createdAt: DateTime
+    created_at: DateTime = _field(metadata={"graphql": "createdAt"})
     from_: "OnAgentMessageDataAgentMessagesFrom" = _field(metadata={"graphql": "from"})
-    correlationId: Optional[str] = _field(default=None)
-    expiresAt: Optional[DateTime] = _field(default=None)
-    replyTo: Optional["OnAgentMessageDataAgentMessagesReplyTo"] = _field(default=None)
+    correlation_id: Optional[str] = _field(default=None, metadata={"graphql": "correlationId"})
+    expires_at: Optional[DateTime] = _field(default=None, metadata={"graphql": "expiresAt"})
+    reply_to: Optional["OnAgentMessageDataAgentMessagesReplyTo"] = _field(default=None, metadata={"graphql": "replyTo"})
 
 
 @dataclass
@@ -1505,14 +1505,14 @@ class OnAgentMessageDataAgentMessagesReplyTo:
 class OnAgentMessageDataAgentMessagesFrom:
     """A AgentAddress as OnAgentMessageDataAgentMessagesFrom selects it."""
     kind: "AgentAddressKind"
-    deviceId: Optional[str] = _field(default=None)
-    userId: Optional[str] = _field(default=None)
+    device_id: Optional[str] = _field(default=None, metadata={"graphql": "deviceId"})
+    user_id: Optional[str] = _field(default=None, metadata={"graphql": "userId"})
 
 
 @dataclass
 class OnRoomMessageData:
     """A Subscription as OnRoomMessageData selects it."""
-    roomMessages: "OnRoomMessageDataRoomMessages"
+    room_messages: "OnRoomMessageDataRoomMessages" = _field(metadata={"graphql": "roomMessages"})
 
 
 @dataclass
@@ -1521,7 +1521,7 @@ class OnRoomMessageDataRoomMessages:
     id: str
     seq: int
     body: str
-    createdAt: DateTime
+    created_at: DateTime = _field(metadata={"graphql": "createdAt"})
     author: "OnRoomMessageDataRoomMessagesAuthor"
 
 
@@ -1542,10 +1542,10 @@ class PluginDataPlugin:
     """A Plugin as PluginDataPlugin selects it."""
     id: str
     name: str
-    displayName: str
+    display_name: str = _field(metadata={"graphql": "displayName"})
     description: str
     publisher: "PluginDataPluginPublisher"
-    createdAt: DateTime
+    created_at: DateTime = _field(metadata={"graphql": "createdAt"})
     releases: "PluginDataPluginReleases"
 
 
@@ -1553,14 +1553,14 @@ class PluginDataPlugin:
 class PluginDataPluginReleases:
     """A ReleaseConnection as PluginDataPluginReleases selects it."""
     edges: List["PluginDataPluginReleasesEdges"]
-    pageInfo: "PluginDataPluginReleasesPageInfo"
+    page_info: "PluginDataPluginReleasesPageInfo" = _field(metadata={"graphql": "pageInfo"})
 
 
 @dataclass
 class PluginDataPluginReleasesPageInfo:
     """A PageInfo as PluginDataPluginReleasesPageInfo selects it."""
-    hasNextPage: bool
-    endCursor: Optional[str] = _field(default=None)
+    has_next_page: bool = _field(metadata={"graphql": "hasNextPage"})
+    end_cursor: Optional[str] = _field(default=None, metadata={"graphql": "endCursor"})
 
 
 @dataclass
@@ -1576,9 +1576,9 @@ class PluginDataPluginReleasesEdgesNode:
     id: str
     version: str
     state: "ReleaseState"
-    createdAt: DateTime
-    createdBy: "PluginDataPluginReleasesEdgesNodeCreatedBy"
-    stateReason: Optional[str] = _field(default=None)
+    created_at: DateTime = _field(metadata={"graphql": "createdAt"})
+    created_by: "PluginDataPluginReleasesEdgesNodeCreatedBy" = _field(metadata={"graphql": "createdBy"})
+    state_reason: Optional[str] = _field(default=None, metadata={"graphql": "stateReason"})
     channel: Optional["Channel"] = _field(default=None)
     package: Optional["PluginDataPluginReleasesEdgesNodePackage"] = _field(default=None)
 
@@ -1586,15 +1586,15 @@ class PluginDataPluginReleasesEdgesNode:
 @dataclass
 class PluginDataPluginReleasesEdgesNodePackage:
     """A ReleasePackage as PluginDataPluginReleasesEdgesNodePackage selects it."""
-    sizeBytes: int
-    uploadedAt: DateTime
+    size_bytes: int = _field(metadata={"graphql": "sizeBytes"})
+    uploaded_at: DateTime = _field(metadata={"graphql": "uploadedAt"})
 
 
 @dataclass
 class PluginDataPluginReleasesEdgesNodeCreatedBy:
     """A User as PluginDataPluginReleasesEdgesNodeCreatedBy selects it."""
     id: str
-    displayName: str
+    display_name: str = _field(metadata={"graphql": "displayName"})
 
 
 @dataclass
@@ -1602,8 +1602,8 @@ class PluginDataPluginPublisher:
     """A User as PluginDataPluginPublisher selects it."""
     id: str
     email: str
-    displayName: str
-    createdAt: DateTime
+    display_name: str = _field(metadata={"graphql": "displayName"})
+    created_at: DateTime = _field(metadata={"graphql": "createdAt"})
 
 
 @dataclass
@@ -1616,14 +1616,14 @@ class PluginsData:
 class PluginsDataPlugins:
     """A PluginConnection as PluginsDataPlugins selects it."""
     edges: List["PluginsDataPluginsEdges"]
-    pageInfo: "PluginsDataPluginsPageInfo"
+    page_info: "PluginsDataPluginsPageInfo" = _field(metadata={"graphql": "pageInfo"})
 
 
 @dataclass
 class PluginsDataPluginsPageInfo:
     """A PageInfo as PluginsDataPluginsPageInfo selects it."""
-    hasNextPage: bool
-    endCursor: Optional[str] = _field(default=None)
+    has_next_page: bool = _field(metadata={"graphql": "hasNextPage"})
+    end_cursor: Optional[str] = _field(default=None, metadata={"graphql": "endCursor"})
 
 
 @dataclass
@@ -1638,10 +1638,10 @@ class PluginsDataPluginsEdgesNode:
     """A Plugin as PluginsDataPluginsEdgesNode selects it."""
     id: str
     name: str
-    displayName: str
+    display_name: str = _field(metadata={"graphql": "displayName"})
     description: str
     publisher: "PluginsDataPluginsEdgesNodePublisher"
-    createdAt: DateTime
+    created_at: DateTime = _field(metadata={"graphql": "createdAt"})
 
 
 @dataclass
@@ -1649,14 +1649,14 @@ class PluginsDataPluginsEdgesNodePublisher:
     """A User as PluginsDataPluginsEdgesNodePublisher selects it."""
     id: str
     email: str
-    displayName: str
-    createdAt: DateTime
+    display_name: str = _field(metadata={"graphql": "displayName"})
+    created_at: DateTime = _field(metadata={"graphql": "createdAt"})
 
 
 @dataclass
 class PostMessageData:
     """A Mutation as PostMessageData selects it."""
-    postMessage: "PostMessageDataPostMessage"
+    post_message: "PostMessageDataPostMessage" = _field(metadata={"graphql": "postMessage"})
 
 
 @dataclass
@@ -1671,7 +1671,7 @@ class PostMessageDataPostMessageMessage:
     id: str
     seq: int
     body: str
-    createdAt: DateTime
+    created_at: DateTime = _field(metadata={"graphql": "createdAt"})
     author: "PostMessageDataPostMessageMessageAuthor"
 
 
@@ -1679,13 +1679,13 @@ class PostMessageDataPostMessageMessage:
 class PostMessageDataPostMessageMessageAuthor:
     """A User as PostMessageDataPostMessageMessageAuthor selects it."""
     id: str
-    displayName: str
+    display_name: str = _field(metadata={"graphql": "displayName"})
 
 
 @dataclass
 class PromoteReleaseData:
     """A Mutation as PromoteReleaseData selects it."""
-    promoteRelease: "PromoteReleaseDataPromoteRelease"
+    promote_release: "PromoteReleaseDataPromoteRelease" = _field(metadata={"graphql": "promoteRelease"})
 
 
 @dataclass
@@ -1700,13 +1700,13 @@ class PromoteReleaseDataPromoteReleaseRelease:
     id: str
     state: "ReleaseState"
     channel: Optional["Channel"] = _field(default=None)
-    targetPath: Optional[str] = _field(default=None)
+    target_path: Optional[str] = _field(default=None, metadata={"graphql": "targetPath"})
 
 
 @dataclass
 class PutMemoriesData:
     """A Mutation as PutMemoriesData selects it."""
-    putMemories: "PutMemoriesDataPutMemories"
+    put_memories: "PutMemoriesDataPutMemories" = _field(metadata={"graphql": "putMemories"})
 
 
 @dataclass
@@ -1734,7 +1734,7 @@ class PutMemoriesDataPutMemoriesEdgesError:
     message: str
     extensions: str
     field: Optional[str] = _field(default=None)
-    currentVersion: Optional[int] = _field(default=None)
+    current_version: Optional[int] = _field(default=None, metadata={"graphql": "currentVersion"})
 
 
 @dataclass
@@ -1744,11 +1744,11 @@ class PutMemoriesDataPutMemoriesEdgesNode:
     version: int
     kind: str
     tags: List[str]
-    createdAt: DateTime
-    updatedAt: DateTime
+    created_at: DateTime = _field(metadata={"graphql": "createdAt"})
+    updated_at: DateTime = _field(metadata={"graphql": "updatedAt"})
     author: "PutMemoriesDataPutMemoriesEdgesNodeAuthor"
     workspace: "PutMemoriesDataPutMemoriesEdgesNodeWorkspace"
-    expiresAt: Optional[DateTime] = _field(default=None)
+    expires_at: Optional[DateTime] = _field(default=None, metadata={"graphql": "expiresAt"})
 
 
 @dataclass
@@ -1766,7 +1766,7 @@ class PutMemoriesDataPutMemoriesEdgesNodeAuthor:
 @dataclass
 class PutMemoryData:
     """A Mutation as PutMemoryData selects it."""
-    putMemory: "PutMemoryDataPutMemory"
+    put_memory: "PutMemoryDataPutMemory" = _field(metadata={"graphql": "putMemory"})
 
 
 @dataclass
@@ -1785,11 +1785,11 @@ class PutMemoryDataPutMemoryRecord:
     content: str
     tags: List[str]
     metadata: str
-    createdAt: DateTime
-    updatedAt: DateTime
+    created_at: DateTime = _field(metadata={"graphql": "createdAt"})
+    updated_at: DateTime = _field(metadata={"graphql": "updatedAt"})
     author: "PutMemoryDataPutMemoryRecordAuthor"
     workspace: "PutMemoryDataPutMemoryRecordWorkspace"
-    expiresAt: Optional[DateTime] = _field(default=None)
+    expires_at: Optional[DateTime] = _field(default=None, metadata={"graphql": "expiresAt"})
 
 
 @dataclass
@@ -1807,7 +1807,7 @@ class PutMemoryDataPutMemoryRecordAuthor:
 @dataclass
 class RegisterDeviceData:
     """A Mutation as RegisterDeviceData selects it."""
-    registerDevice: Optional["RegisterDeviceDataRegisterDevice"] = _field(default=None)
+    register_device: Optional["RegisterDeviceDataRegisterDevice"] = _field(default=None, metadata={"graphql": "registerDevice"})
 
 
 @dataclass
@@ -1823,13 +1823,13 @@ class RegisterDeviceDataRegisterDeviceDevice:
     name: str
     platform: str
     status: "DeviceStatus"
-    remoteActionsEnabled: bool
+    remote_actions_enabled: bool = _field(metadata={"graphql": "remoteActionsEnabled"})
     owner: "RegisterDeviceDataRegisterDeviceDeviceOwner"
-    createdAt: DateTime
-    enrolledAt: Optional[DateTime] = _field(default=None)
-    revokedAt: Optional[DateTime] = _field(default=None)
-    keyThumbprint: Optional[str] = _field(default=None)
-    publicJwk: Optional[str] = _field(default=None)
+    created_at: DateTime = _field(metadata={"graphql": "createdAt"})
+    enrolled_at: Optional[DateTime] = _field(default=None, metadata={"graphql": "enrolledAt"})
+    revoked_at: Optional[DateTime] = _field(default=None, metadata={"graphql": "revokedAt"})
+    key_thumbprint: Optional[str] = _field(default=None, metadata={"graphql": "keyThumbprint"})
+    public_jwk: Optional[str] = _field(default=None, metadata={"graphql": "publicJwk"})
 
 
 @dataclass
@@ -1837,14 +1837,14 @@ class RegisterDeviceDataRegisterDeviceDeviceOwner:
     """A User as RegisterDeviceDataRegisterDeviceDeviceOwner selects it."""
     id: str
     email: str
-    displayName: str
-    createdAt: DateTime
+    display_name: str = _field(metadata={"graphql": "displayName"})
+    created_at: DateTime = _field(metadata={"graphql": "createdAt"})
 
 
 @dataclass
 class RejectReleaseData:
     """A Mutation as RejectReleaseData selects it."""
-    rejectRelease: "RejectReleaseDataRejectRelease"
+    reject_release: "RejectReleaseDataRejectRelease" = _field(metadata={"graphql": "rejectRelease"})
 
 
 @dataclass
@@ -1858,7 +1858,7 @@ class RejectReleaseDataRejectReleaseRelease:
     """A Release as RejectReleaseDataRejectReleaseRelease selects it."""
     id: str
     state: "ReleaseState"
-    stateReason: Optional[str] = _field(default=None)
+    state_reason: Optional[str] = _field(default=None, metadata={"graphql": "stateReason"})
 
 
 @dataclass
@@ -1875,9 +1875,9 @@ class ReleaseDataRelease:
     state: "ReleaseState"
     plugin: "ReleaseDataReleasePlugin"
     decisions: "ReleaseDataReleaseDecisions"
-    stateReason: Optional[str] = _field(default=None)
+    state_reason: Optional[str] = _field(default=None, metadata={"graphql": "stateReason"})
     channel: Optional["Channel"] = _field(default=None)
-    targetPath: Optional[str] = _field(default=None)
+    target_path: Optional[str] = _field(default=None, metadata={"graphql": "targetPath"})
     package: Optional["ReleaseDataReleasePackage"] = _field(default=None)
     analysis: Optional["ReleaseDataReleaseAnalysis"] = _field(default=None)
 
@@ -1886,14 +1886,14 @@ class ReleaseDataRelease:
 class ReleaseDataReleaseDecisions:
     """A ReviewDecisionConnection as ReleaseDataReleaseDecisions selects it."""
     edges: List["ReleaseDataReleaseDecisionsEdges"]
-    pageInfo: "ReleaseDataReleaseDecisionsPageInfo"
+    page_info: "ReleaseDataReleaseDecisionsPageInfo" = _field(metadata={"graphql": "pageInfo"})
 
 
 @dataclass
 class ReleaseDataReleaseDecisionsPageInfo:
     """A PageInfo as ReleaseDataReleaseDecisionsPageInfo selects it."""
-    hasNextPage: bool
-    endCursor: Optional[str] = _field(default=None)
+    has_next_page: bool = _field(metadata={"graphql": "hasNextPage"})
+    end_cursor: Optional[str] = _field(default=None, metadata={"graphql": "endCursor"})
 
 
 @dataclass
@@ -1927,10 +1927,10 @@ class ReleaseDataReleaseAnalysis:
     attempts: int
     verdict: Optional["AnalysisVerdict"] = _field(default=None)
     reason: Optional[str] = _field(default=None)
-    startedAt: Optional[DateTime] = _field(default=None)
-    finishedAt: Optional[DateTime] = _field(default=None)
+    started_at: Optional[DateTime] = _field(default=None, metadata={"graphql": "startedAt"})
+    finished_at: Optional[DateTime] = _field(default=None, metadata={"graphql": "finishedAt"})
     envelope: Optional[str] = _field(default=None)
-    keyId: Optional[str] = _field(default=None)
+    key_id: Optional[str] = _field(default=None, metadata={"graphql": "keyId"})
 
 
 @dataclass
@@ -1956,11 +1956,11 @@ class ReleaseDataReleaseAnalysisFindingsEdgesNode:
 @dataclass
 class ReleaseDataReleasePackage:
     """A ReleasePackage as ReleaseDataReleasePackage selects it."""
-    sizeBytes: int
+    size_bytes: int = _field(metadata={"graphql": "sizeBytes"})
     sha256: str
     sha512: str
-    uploadedBy: "ReleaseDataReleasePackageUploadedBy"
-    uploadedAt: DateTime
+    uploaded_by: "ReleaseDataReleasePackageUploadedBy" = _field(metadata={"graphql": "uploadedBy"})
+    uploaded_at: DateTime = _field(metadata={"graphql": "uploadedAt"})
 
 
 @dataclass
@@ -1979,19 +1979,19 @@ class ReleaseDataReleasePlugin:
 @dataclass
 class RemoveMemberData:
     """A Mutation as RemoveMemberData selects it."""
-    removeMember: "RemoveMemberDataRemoveMember"
+    remove_member: "RemoveMemberDataRemoveMember" = _field(metadata={"graphql": "removeMember"})
 
 
 @dataclass
 class RemoveMemberDataRemoveMember:
     """A RemoveMemberPayload as RemoveMemberDataRemoveMember selects it."""
-    userId: str
+    user_id: str = _field(metadata={"graphql": "userId"})
 
 
 @dataclass
 class RenameDeviceData:
     """A Mutation as RenameDeviceData selects it."""
-    renameDevice: "RenameDeviceDataRenameDevice"
+    rename_device: "RenameDeviceDataRenameDevice" = _field(metadata={"graphql": "renameDevice"})
 
 
 @dataclass
@@ -2007,13 +2007,13 @@ class RenameDeviceDataRenameDeviceDevice:
     name: str
     platform: str
     status: "DeviceStatus"
-    remoteActionsEnabled: bool
+    remote_actions_enabled: bool = _field(metadata={"graphql": "remoteActionsEnabled"})
     owner: "RenameDeviceDataRenameDeviceDeviceOwner"
-    createdAt: DateTime
-    enrolledAt: Optional[DateTime] = _field(default=None)
-    revokedAt: Optional[DateTime] = _field(default=None)
-    keyThumbprint: Optional[str] = _field(default=None)
-    publicJwk: Optional[str] = _field(default=None)
+    created_at: DateTime = _field(metadata={"graphql": "createdAt"})
+    enrolled_at: Optional[DateTime] = _field(default=None, metadata={"graphql": "enrolledAt"})
+    revoked_at: Optional[DateTime] = _field(default=None, metadata={"graphql": "revokedAt"})
+    key_thumbprint: Optional[str] = _field(default=None, metadata={"graphql": "keyThumbprint"})
+    public_jwk: Optional[str] = _field(default=None, metadata={"graphql": "publicJwk"})
 
 
 @dataclass
@@ -2021,14 +2021,14 @@ class RenameDeviceDataRenameDeviceDeviceOwner:
     """A User as RenameDeviceDataRenameDeviceDeviceOwner selects it."""
     id: str
     email: str
-    displayName: str
-    createdAt: DateTime
+    display_name: str = _field(metadata={"graphql": "displayName"})
+    created_at: DateTime = _field(metadata={"graphql": "createdAt"})
 
 
 @dataclass
 class ReportIntentStateData:
     """A Mutation as ReportIntentStateData selects it."""
-    reportIntentState: "ReportIntentStateDataReportIntentState"
+    report_intent_state: "ReportIntentStateDataReportIntentState" = _field(metadata={"graphql": "reportIntentState"})
 
 
 @dataclass
@@ -2047,10 +2047,10 @@ class ReportIntentStateDataReportIntentStateIntent:
     params: str
     state: "IntentState"
     seq: int
-    createdAt: DateTime
-    expiresAt: DateTime
+    created_at: DateTime = _field(metadata={"graphql": "createdAt"})
+    expires_at: DateTime = _field(metadata={"graphql": "expiresAt"})
     jws: str
-    executionDeadline: Optional[DateTime] = _field(default=None)
+    execution_deadline: Optional[DateTime] = _field(default=None, metadata={"graphql": "executionDeadline"})
 
 
 @dataclass
@@ -2058,8 +2058,8 @@ class ReportIntentStateDataReportIntentStateIntentRequester:
     """A User as ReportIntentStateDataReportIntentStateIntentRequester selects it."""
     id: str
     email: str
-    displayName: str
-    createdAt: DateTime
+    display_name: str = _field(metadata={"graphql": "displayName"})
+    created_at: DateTime = _field(metadata={"graphql": "createdAt"})
 
 
 @dataclass
@@ -2069,32 +2069,32 @@ class ReportIntentStateDataReportIntentStateIntentDevice:
     name: str
     platform: str
     status: "DeviceStatus"
-    remoteActionsEnabled: bool
-    createdAt: DateTime
-    enrolledAt: Optional[DateTime] = _field(default=None)
-    revokedAt: Optional[DateTime] = _field(default=None)
-    keyThumbprint: Optional[str] = _field(default=None)
-    publicJwk: Optional[str] = _field(default=None)
+    remote_actions_enabled: bool = _field(metadata={"graphql": "remoteActionsEnabled"})
+    created_at: DateTime = _field(metadata={"graphql": "createdAt"})
+    enrolled_at: Optional[DateTime] = _field(default=None, metadata={"graphql": "enrolledAt"})
+    revoked_at: Optional[DateTime] = _field(default=None, metadata={"graphql": "revokedAt"})
+    key_thumbprint: Optional[str] = _field(default=None, metadata={"graphql": "keyThumbprint"})
+    public_jwk: Optional[str] = _field(default=None, metadata={"graphql": "publicJwk"})
 
 
 @dataclass
 class ReviewQueueData:
     """A Query as ReviewQueueData selects it."""
-    reviewQueue: "ReviewQueueDataReviewQueue"
+    review_queue: "ReviewQueueDataReviewQueue" = _field(metadata={"graphql": "reviewQueue"})
 
 
 @dataclass
 class ReviewQueueDataReviewQueue:
     """A ReleaseConnection as ReviewQueueDataReviewQueue selects it."""
     edges: List["ReviewQueueDataReviewQueueEdges"]
-    pageInfo: "ReviewQueueDataReviewQueuePageInfo"
+    page_info: "ReviewQueueDataReviewQueuePageInfo" = _field(metadata={"graphql": "pageInfo"})
 
 
 @dataclass
 class ReviewQueueDataReviewQueuePageInfo:
     """A PageInfo as ReviewQueueDataReviewQueuePageInfo selects it."""
-    hasNextPage: bool
-    endCursor: Optional[str] = _field(default=None)
+    has_next_page: bool = _field(metadata={"graphql": "hasNextPage"})
+    end_cursor: Optional[str] = _field(default=None, metadata={"graphql": "endCursor"})
 
 
 @dataclass
@@ -2145,10 +2145,10 @@ class ReviewQueueDataReviewQueueEdgesNodeAnalysisFindingsEdgesNode:
 @dataclass
 class ReviewQueueDataReviewQueueEdgesNodePackage:
     """A ReleasePackage as ReviewQueueDataReviewQueueEdgesNodePackage selects it."""
-    sizeBytes: int
+    size_bytes: int = _field(metadata={"graphql": "sizeBytes"})
     sha256: str
-    uploadedBy: "ReviewQueueDataReviewQueueEdgesNodePackageUploadedBy"
-    uploadedAt: DateTime
+    uploaded_by: "ReviewQueueDataReviewQueueEdgesNodePackageUploadedBy" = _field(metadata={"graphql": "uploadedBy"})
+    uploaded_at: DateTime = _field(metadata={"graphql": "uploadedAt"})
 
 
 @dataclass
@@ -2167,7 +2167,7 @@ class ReviewQueueDataReviewQueueEdgesNodePlugin:
 @dataclass
 class RevokeDeviceData:
     """A Mutation as RevokeDeviceData selects it."""
-    revokeDevice: "RevokeDeviceDataRevokeDevice"
+    revoke_device: "RevokeDeviceDataRevokeDevice" = _field(metadata={"graphql": "revokeDevice"})
 
 
 @dataclass
@@ -2183,13 +2183,13 @@ class RevokeDeviceDataRevokeDeviceDevice:
     name: str
     platform: str
     status: "DeviceStatus"
-    remoteActionsEnabled: bool
+    remote_actions_enabled: bool = _field(metadata={"graphql": "remoteActionsEnabled"})
     owner: "RevokeDeviceDataRevokeDeviceDeviceOwner"
-    createdAt: DateTime
-    enrolledAt: Optional[DateTime] = _field(default=None)
-    revokedAt: Optional[DateTime] = _field(default=None)
-    keyThumbprint: Optional[str] = _field(default=None)
-    publicJwk: Optional[str] = _field(default=None)
+    created_at: DateTime = _field(metadata={"graphql": "createdAt"})
+    enrolled_at: Optional[DateTime] = _field(default=None, metadata={"graphql": "enrolledAt"})
+    revoked_at: Optional[DateTime] = _field(default=None, metadata={"graphql": "revokedAt"})
+    key_thumbprint: Optional[str] = _field(default=None, metadata={"graphql": "keyThumbprint"})
+    public_jwk: Optional[str] = _field(default=None, metadata={"graphql": "publicJwk"})
 
 
 @dataclass
@@ -2197,14 +2197,14 @@ class RevokeDeviceDataRevokeDeviceDeviceOwner:
     """A User as RevokeDeviceDataRevokeDeviceDeviceOwner selects it."""
     id: str
     email: str
-    displayName: str
-    createdAt: DateTime
+    display_name: str = _field(metadata={"graphql": "displayName"})
+    created_at: DateTime = _field(metadata={"graphql": "createdAt"})
 
 
 @dataclass
 class RevokeReleaseData:
     """A Mutation as RevokeReleaseData selects it."""
-    revokeRelease: "RevokeReleaseDataRevokeRelease"
+    revoke_release: "RevokeReleaseDataRevokeRelease" = _field(metadata={"graphql": "revokeRelease"})
 
 
 @dataclass
@@ -2218,7 +2218,7 @@ class RevokeReleaseDataRevokeReleaseRelease:
     """A Release as RevokeReleaseDataRevokeReleaseRelease selects it."""
     id: str
     state: "ReleaseState"
-    stateReason: Optional[str] = _field(default=None)
+    state_reason: Optional[str] = _field(default=None, metadata={"graphql": "stateReason"})
 
 
 @dataclass
@@ -2232,15 +2232,15 @@ class RoomDataRoom:
     """A Room as RoomDataRoom selects it."""
     id: str
     name: str
-    createdAt: DateTime
-    createdBy: "RoomDataRoomCreatedBy"
+    created_at: DateTime = _field(metadata={"graphql": "createdAt"})
+    created_by: "RoomDataRoomCreatedBy" = _field(metadata={"graphql": "createdBy"})
 
 
 @dataclass
 class RoomDataRoomCreatedBy:
     """A User as RoomDataRoomCreatedBy selects it."""
     id: str
-    displayName: str
+    display_name: str = _field(metadata={"graphql": "displayName"})
 
 
 @dataclass
@@ -2259,14 +2259,14 @@ class RoomMessagesDataRoom:
 class RoomMessagesDataRoomMessages:
     """A MessageConnection as RoomMessagesDataRoomMessages selects it."""
     edges: List["RoomMessagesDataRoomMessagesEdges"]
-    pageInfo: "RoomMessagesDataRoomMessagesPageInfo"
+    page_info: "RoomMessagesDataRoomMessagesPageInfo" = _field(metadata={"graphql": "pageInfo"})
 
 
 @dataclass
 class RoomMessagesDataRoomMessagesPageInfo:
     """A PageInfo as RoomMessagesDataRoomMessagesPageInfo selects it."""
-    hasNextPage: bool
-    endCursor: Optional[str] = _field(default=None)
+    has_next_page: bool = _field(metadata={"graphql": "hasNextPage"})
+    end_cursor: Optional[str] = _field(default=None, metadata={"graphql": "endCursor"})
 
 
 @dataclass
@@ -2282,7 +2282,7 @@ class RoomMessagesDataRoomMessagesEdgesNode:
     id: str
     seq: int
     body: str
-    createdAt: DateTime
+    created_at: DateTime = _field(metadata={"graphql": "createdAt"})
     author: "RoomMessagesDataRoomMessagesEdgesNodeAuthor"
 
 
@@ -2290,7 +2290,7 @@ class RoomMessagesDataRoomMessagesEdgesNode:
 class RoomMessagesDataRoomMessagesEdgesNodeAuthor:
     """A User as RoomMessagesDataRoomMessagesEdgesNodeAuthor selects it."""
     id: str
-    displayName: str
+    display_name: str = _field(metadata={"graphql": "displayName"})
 
 
 @dataclass
@@ -2303,14 +2303,14 @@ class RoomsData:
 class RoomsDataRooms:
     """A RoomConnection as RoomsDataRooms selects it."""
     edges: List["RoomsDataRoomsEdges"]
-    pageInfo: "RoomsDataRoomsPageInfo"
+    page_info: "RoomsDataRoomsPageInfo" = _field(metadata={"graphql": "pageInfo"})
 
 
 @dataclass
 class RoomsDataRoomsPageInfo:
     """A PageInfo as RoomsDataRoomsPageInfo selects it."""
-    hasNextPage: bool
-    endCursor: Optional[str] = _field(default=None)
+    has_next_page: bool = _field(metadata={"graphql": "hasNextPage"})
+    end_cursor: Optional[str] = _field(default=None, metadata={"graphql": "endCursor"})
 
 
 @dataclass
@@ -2325,40 +2325,40 @@ class RoomsDataRoomsEdgesNode:
     """A Room as RoomsDataRoomsEdgesNode selects it."""
     id: str
     name: str
-    createdAt: DateTime
+    created_at: DateTime = _field(metadata={"graphql": "createdAt"})
 
 
 @dataclass
 class RotateTufKeyData:
     """A Mutation as RotateTufKeyData selects it."""
-    rotateTufKey: "RotateTufKeyDataRotateTufKey"
+    rotate_tuf_key: "RotateTufKeyDataRotateTufKey" = _field(metadata={"graphql": "rotateTufKey"})
 
 
 @dataclass
 class RotateTufKeyDataRotateTufKey:
     """A RotateTufKeyPayload as RotateTufKeyDataRotateTufKey selects it."""
     role: "TufRole"
-    rootVersion: int
+    root_version: int = _field(metadata={"graphql": "rootVersion"})
 
 
 @dataclass
 class SearchMemoryData:
     """A Query as SearchMemoryData selects it."""
-    searchMemory: "SearchMemoryDataSearchMemory"
+    search_memory: "SearchMemoryDataSearchMemory" = _field(metadata={"graphql": "searchMemory"})
 
 
 @dataclass
 class SearchMemoryDataSearchMemory:
     """A MemorySearchConnection as SearchMemoryDataSearchMemory selects it."""
     edges: List["SearchMemoryDataSearchMemoryEdges"]
-    pageInfo: "SearchMemoryDataSearchMemoryPageInfo"
+    page_info: "SearchMemoryDataSearchMemoryPageInfo" = _field(metadata={"graphql": "pageInfo"})
 
 
 @dataclass
 class SearchMemoryDataSearchMemoryPageInfo:
     """A PageInfo as SearchMemoryDataSearchMemoryPageInfo selects it."""
-    hasNextPage: bool
-    endCursor: Optional[str] = _field(default=None)
+    has_next_page: bool = _field(metadata={"graphql": "hasNextPage"})
+    end_cursor: Optional[str] = _field(default=None, metadata={"graphql": "endCursor"})
 
 
 @dataclass
@@ -2367,8 +2367,8 @@ class SearchMemoryDataSearchMemoryEdges:
     cursor: str
     score: float
     node: "SearchMemoryDataSearchMemoryEdgesNode"
-    textScore: Optional[float] = _field(default=None)
-    vectorScore: Optional[float] = _field(default=None)
+    text_score: Optional[float] = _field(default=None, metadata={"graphql": "textScore"})
+    vector_score: Optional[float] = _field(default=None, metadata={"graphql": "vectorScore"})
 
 
 @dataclass
@@ -2380,13 +2380,13 @@ class SearchMemoryDataSearchMemoryEdgesNode:
     content: str
     tags: List[str]
     metadata: str
-    updatedAt: DateTime
+    updated_at: DateTime = _field(metadata={"graphql": "updatedAt"})
 
 
 @dataclass
 class SendAgentMessageData:
     """A Mutation as SendAgentMessageData selects it."""
-    sendAgentMessage: "SendAgentMessageDataSendAgentMessage"
+    send_agent_message: "SendAgentMessageDataSendAgentMessage" = _field(metadata={"graphql": "sendAgentMessage"})
 
 
 @dataclass
@@ -2401,12 +2401,12 @@ class SendAgentMessageDataSendAgentMessageMessage:
     id: str
     seq: int
     state: "AgentMessageState"
-    createdAt: DateTime
+    created_at: DateTime = _field(metadata={"graphql": "createdAt"})
     from_: "SendAgentMessageDataSendAgentMessageMessageFrom" = _field(metadata={"graphql": "from"})
     to: "SendAgentMessageDataSendAgentMessageMessageTo"
-    correlationId: Optional[str] = _field(default=None)
-    expiresAt: Optional[DateTime] = _field(default=None)
-    replyTo: Optional["SendAgentMessageDataSendAgentMessageMessageReplyTo"] = _field(default=None)
+    correlation_id: Optional[str] = _field(default=None, metadata={"graphql": "correlationId"})
+    expires_at: Optional[DateTime] = _field(default=None, metadata={"graphql": "expiresAt"})
+    reply_to: Optional["SendAgentMessageDataSendAgentMessageMessageReplyTo"] = _field(default=None, metadata={"graphql": "replyTo"})
 
 
 @dataclass
@@ -2419,36 +2419,36 @@ class SendAgentMessageDataSendAgentMessageMessageReplyTo:
 class SendAgentMessageDataSendAgentMessageMessageTo:
     """A AgentAddress as SendAgentMessageDataSendAgentMessageMessageTo selects it."""
     kind: "AgentAddressKind"
-    deviceId: Optional[str] = _field(default=None)
-    userId: Optional[str] = _field(default=None)
+    device_id: Optional[str] = _field(default=None, metadata={"graphql": "deviceId"})
+    user_id: Optional[str] = _field(default=None, metadata={"graphql": "userId"})
 
 
 @dataclass
 class SendAgentMessageDataSendAgentMessageMessageFrom:
     """A AgentAddress as SendAgentMessageDataSendAgentMessageMessageFrom selects it."""
     kind: "AgentAddressKind"
-    deviceId: Optional[str] = _field(default=None)
-    userId: Optional[str] = _field(default=None)
+    device_id: Optional[str] = _field(default=None, metadata={"graphql": "deviceId"})
+    user_id: Optional[str] = _field(default=None, metadata={"graphql": "userId"})
 
 
 @dataclass
 class SentAgentMessagesData:
     """A Query as SentAgentMessagesData selects it."""
-    sentAgentMessages: "SentAgentMessagesDataSentAgentMessages"
+    sent_agent_messages: "SentAgentMessagesDataSentAgentMessages" = _field(metadata={"graphql": "sentAgentMessages"})
 
 
 @dataclass
 class SentAgentMessagesDataSentAgentMessages:
     """A AgentMessageConnection as SentAgentMessagesDataSentAgentMessages selects it."""
     edges: List["SentAgentMessagesDataSentAgentMessagesEdges"]
-    pageInfo: "SentAgentMessagesDataSentAgentMessagesPageInfo"
+    page_info: "SentAgentMessagesDataSentAgentMessagesPageInfo" = _field(metadata={"graphql": "pageInfo"})
 
 
 @dataclass
 class SentAgentMessagesDataSentAgentMessagesPageInfo:
     """A PageInfo as SentAgentMessagesDataSentAgentMessagesPageInfo selects it."""
-    hasNextPage: bool
-    endCursor: Optional[str] = _field(default=None)
+    has_next_page: bool = _field(metadata={"graphql": "hasNextPage"})
+    end_cursor: Optional[str] = _field(default=None, metadata={"graphql": "endCursor"})
 
 
 @dataclass
@@ -2464,23 +2464,23 @@ class SentAgentMessagesDataSentAgentMessagesEdgesNode:
     id: str
     seq: int
     state: "AgentMessageState"
-    createdAt: DateTime
+    created_at: DateTime = _field(metadata={"graphql": "createdAt"})
     to: "SentAgentMessagesDataSentAgentMessagesEdgesNodeTo"
-    correlationId: Optional[str] = _field(default=None)
-    failureReason: Optional[str] = _field(default=None)
-    deliveredAt: Optional[DateTime] = _field(default=None)
-    readAt: Optional[DateTime] = _field(default=None)
-    handledAt: Optional[DateTime] = _field(default=None)
-    acknowledgedAt: Optional[DateTime] = _field(default=None)
-    failedAt: Optional[DateTime] = _field(default=None)
+    correlation_id: Optional[str] = _field(default=None, metadata={"graphql": "correlationId"})
+    failure_reason: Optional[str] = _field(default=None, metadata={"graphql": "failureReason"})
+    delivered_at: Optional[DateTime] = _field(default=None, metadata={"graphql": "deliveredAt"})
+    read_at: Optional[DateTime] = _field(default=None, metadata={"graphql": "readAt"})
+    handled_at: Optional[DateTime] = _field(default=None, metadata={"graphql": "handledAt"})
+    acknowledged_at: Optional[DateTime] = _field(default=None, metadata={"graphql": "acknowledgedAt"})
+    failed_at: Optional[DateTime] = _field(default=None, metadata={"graphql": "failedAt"})
 
 
 @dataclass
 class SentAgentMessagesDataSentAgentMessagesEdgesNodeTo:
     """A AgentAddress as SentAgentMessagesDataSentAgentMessagesEdgesNodeTo selects it."""
     kind: "AgentAddressKind"
-    deviceId: Optional[str] = _field(default=None)
-    userId: Optional[str] = _field(default=None)
+    device_id: Optional[str] = _field(default=None, metadata={"graphql": "deviceId"})
+    user_id: Optional[str] = _field(default=None, metadata={"graphql": "userId"})
 
 
 @dataclass
@@ -2492,8 +2492,8 @@ class ServerCapabilitiesData:
 @dataclass
 class ServerCapabilitiesDataCapabilities:
     """A Capabilities as ServerCapabilitiesDataCapabilities selects it."""
-    schemaVersion: str
-    idempotencyRetentionSeconds: int
+    schema_version: str = _field(metadata={"graphql": "schemaVersion"})
+    idempotency_retention_seconds: int = _field(metadata={"graphql": "idempotencyRetentionSeconds"})
     limits: "ServerCapabilitiesDataCapabilitiesLimits"
     client: "ServerCapabilitiesDataCapabilitiesClient"
 
@@ -2501,26 +2501,26 @@ class ServerCapabilitiesDataCapabilities:
 @dataclass
 class ServerCapabilitiesDataCapabilitiesClient:
     """A ClientSettings as ServerCapabilitiesDataCapabilitiesClient selects it."""
-    pollIntervalMs: int
-    retryMaxAttempts: int
-    retryBudgetMs: int
-    telemetryEnabled: bool
+    poll_interval_ms: int = _field(metadata={"graphql": "pollIntervalMs"})
+    retry_max_attempts: int = _field(metadata={"graphql": "retryMaxAttempts"})
+    retry_budget_ms: int = _field(metadata={"graphql": "retryBudgetMs"})
+    telemetry_enabled: bool = _field(metadata={"graphql": "telemetryEnabled"})
 
 
 @dataclass
 class ServerCapabilitiesDataCapabilitiesLimits:
     """A Limits as ServerCapabilitiesDataCapabilitiesLimits selects it."""
-    maxBodyBytes: int
-    maxDepth: int
-    maxAliases: int
-    maxPageSize: int
-    maxPayloadBytes: int
+    max_body_bytes: int = _field(metadata={"graphql": "maxBodyBytes"})
+    max_depth: int = _field(metadata={"graphql": "maxDepth"})
+    max_aliases: int = _field(metadata={"graphql": "maxAliases"})
+    max_page_size: int = _field(metadata={"graphql": "maxPageSize"})
+    max_payload_bytes: int = _field(metadata={"graphql": "maxPayloadBytes"})
 
 
 @dataclass
 class SetRemoteActionsEnabledData:
     """A Mutation as SetRemoteActionsEnabledData selects it."""
-    setRemoteActionsEnabled: "SetRemoteActionsEnabledDataSetRemoteActionsEnabled"
+    set_remote_actions_enabled: "SetRemoteActionsEnabledDataSetRemoteActionsEnabled" = _field(metadata={"graphql": "setRemoteActionsEnabled"})
 
 
 @dataclass
@@ -2536,13 +2536,13 @@ class SetRemoteActionsEnabledDataSetRemoteActionsEnabledDevice:
     name: str
     platform: str
     status: "DeviceStatus"
-    remoteActionsEnabled: bool
+    remote_actions_enabled: bool = _field(metadata={"graphql": "remoteActionsEnabled"})
     owner: "SetRemoteActionsEnabledDataSetRemoteActionsEnabledDeviceOwner"
-    createdAt: DateTime
-    enrolledAt: Optional[DateTime] = _field(default=None)
-    revokedAt: Optional[DateTime] = _field(default=None)
-    keyThumbprint: Optional[str] = _field(default=None)
-    publicJwk: Optional[str] = _field(default=None)
+    created_at: DateTime = _field(metadata={"graphql": "createdAt"})
+    enrolled_at: Optional[DateTime] = _field(default=None, metadata={"graphql": "enrolledAt"})
+    revoked_at: Optional[DateTime] = _field(default=None, metadata={"graphql": "revokedAt"})
+    key_thumbprint: Optional[str] = _field(default=None, metadata={"graphql": "keyThumbprint"})
+    public_jwk: Optional[str] = _field(default=None, metadata={"graphql": "publicJwk"})
 
 
 @dataclass
@@ -2550,8 +2550,8 @@ class SetRemoteActionsEnabledDataSetRemoteActionsEnabledDeviceOwner:
     """A User as SetRemoteActionsEnabledDataSetRemoteActionsEnabledDeviceOwner selects it."""
     id: str
     email: str
-    displayName: str
-    createdAt: DateTime
+    display_name: str = _field(metadata={"graphql": "displayName"})
+    created_at: DateTime = _field(metadata={"graphql": "createdAt"})
 
 
 @dataclass
@@ -2565,29 +2565,29 @@ class TenantDataTenant:
     """A Tenant as TenantDataTenant selects it."""
     id: str
     name: str
-    createdAt: DateTime
+    created_at: DateTime = _field(metadata={"graphql": "createdAt"})
 
 
 @dataclass
 class TufRepositoryData:
     """A Query as TufRepositoryData selects it."""
-    tufRepository: Optional["TufRepositoryDataTufRepository"] = _field(default=None)
+    tuf_repository: Optional["TufRepositoryDataTufRepository"] = _field(default=None, metadata={"graphql": "tufRepository"})
 
 
 @dataclass
 class TufRepositoryDataTufRepository:
     """A TufRepository as TufRepositoryDataTufRepository selects it."""
-    metadataPath: str
-    targetsPath: str
-    rootVersion: int
-    timestampVersion: int
-    snapshotVersion: int
+    metadata_path: str = _field(metadata={"graphql": "metadataPath"})
+    targets_path: str = _field(metadata={"graphql": "targetsPath"})
+    root_version: int = _field(metadata={"graphql": "rootVersion"})
+    timestamp_version: int = _field(metadata={"graphql": "timestampVersion"})
+    snapshot_version: int = _field(metadata={"graphql": "snapshotVersion"})
 
 
 @dataclass
 class UpdateProfileData:
     """A Mutation as UpdateProfileData selects it."""
-    updateProfile: "UpdateProfileDataUpdateProfile"
+    update_profile: "UpdateProfileDataUpdateProfile" = _field(metadata={"graphql": "updateProfile"})
 
 
 @dataclass
@@ -2601,8 +2601,8 @@ class UpdateProfileDataUpdateProfileUser:
     """A User as UpdateProfileDataUpdateProfileUser selects it."""
     id: str
     email: str
-    displayName: str
-    createdAt: DateTime
+    display_name: str = _field(metadata={"graphql": "displayName"})
+    created_at: DateTime = _field(metadata={"graphql": "createdAt"})
 
 
 @dataclass
@@ -2631,7 +2631,7 @@ class ViewerDataViewerUser:
     """A User as ViewerDataViewerUser selects it."""
     id: str
     email: str
-    displayName: str
+    display_name: str = _field(metadata={"graphql": "displayName"})
 
 
 @dataclass
@@ -2645,17 +2645,17 @@ class WorkspaceDataWorkspace:
     """A Workspace as WorkspaceDataWorkspace selects it."""
     id: str
     name: str
-    createdAt: DateTime
-    secretPolicy: "SecretPolicy"
-    createdBy: "WorkspaceDataWorkspaceCreatedBy"
-    embeddingDimensions: Optional[int] = _field(default=None)
+    created_at: DateTime = _field(metadata={"graphql": "createdAt"})
+    secret_policy: "SecretPolicy" = _field(metadata={"graphql": "secretPolicy"})
+    created_by: "WorkspaceDataWorkspaceCreatedBy" = _field(metadata={"graphql": "createdBy"})
+    embedding_dimensions: Optional[int] = _field(default=None, metadata={"graphql": "embeddingDimensions"})
 
 
 @dataclass
 class WorkspaceDataWorkspaceCreatedBy:
     """A User as WorkspaceDataWorkspaceCreatedBy selects it."""
     id: str
-    displayName: str
+    display_name: str = _field(metadata={"graphql": "displayName"})
 
 
 @dataclass
@@ -2675,14 +2675,14 @@ class WorkspaceRecordsDataWorkspace:
 class WorkspaceRecordsDataWorkspaceRecords:
     """A MemoryRecordConnection as WorkspaceRecordsDataWorkspaceRecords selects it."""
     edges: List["WorkspaceRecordsDataWorkspaceRecordsEdges"]
-    pageInfo: "WorkspaceRecordsDataWorkspaceRecordsPageInfo"
+    page_info: "WorkspaceRecordsDataWorkspaceRecordsPageInfo" = _field(metadata={"graphql": "pageInfo"})
 
 
 @dataclass
 class WorkspaceRecordsDataWorkspaceRecordsPageInfo:
     """A PageInfo as WorkspaceRecordsDataWorkspaceRecordsPageInfo selects it."""
-    hasNextPage: bool
-    endCursor: Optional[str] = _field(default=None)
+    has_next_page: bool = _field(metadata={"graphql": "hasNextPage"})
+    end_cursor: Optional[str] = _field(default=None, metadata={"graphql": "endCursor"})
 
 
 @dataclass
@@ -2701,9 +2701,9 @@ class WorkspaceRecordsDataWorkspaceRecordsEdgesNode:
     content: str
     tags: List[str]
     metadata: str
-    updatedAt: DateTime
+    updated_at: DateTime = _field(metadata={"graphql": "updatedAt"})
     author: "WorkspaceRecordsDataWorkspaceRecordsEdgesNodeAuthor"
-    expiresAt: Optional[DateTime] = _field(default=None)
+    expires_at: Optional[DateTime] = _field(default=None, metadata={"graphql": "expiresAt"})
 
 
 @dataclass
@@ -2722,14 +2722,14 @@ class WorkspacesData:
 class WorkspacesDataWorkspaces:
     """A WorkspaceConnection as WorkspacesDataWorkspaces selects it."""
     edges: List["WorkspacesDataWorkspacesEdges"]
-    pageInfo: "WorkspacesDataWorkspacesPageInfo"
+    page_info: "WorkspacesDataWorkspacesPageInfo" = _field(metadata={"graphql": "pageInfo"})
 
 
 @dataclass
 class WorkspacesDataWorkspacesPageInfo:
     """A PageInfo as WorkspacesDataWorkspacesPageInfo selects it."""
-    hasNextPage: bool
-    endCursor: Optional[str] = _field(default=None)
+    has_next_page: bool = _field(metadata={"graphql": "hasNextPage"})
+    end_cursor: Optional[str] = _field(default=None, metadata={"graphql": "endCursor"})
 
 
 @dataclass
@@ -2744,19 +2744,19 @@ class WorkspacesDataWorkspacesEdgesNode:
     """A Workspace as WorkspacesDataWorkspacesEdgesNode selects it."""
     id: str
     name: str
-    createdBy: "WorkspacesDataWorkspacesEdgesNodeCreatedBy"
-    createdAt: DateTime
-    secretPolicy: "SecretPolicy"
-    searchCapabilities: "WorkspacesDataWorkspacesEdgesNodeSearchCapabilities"
-    embeddingDimensions: Optional[int] = _field(default=None)
+    created_by: "WorkspacesDataWorkspacesEdgesNodeCreatedBy" = _field(metadata={"graphql": "createdBy"})
+    created_at: DateTime = _field(metadata={"graphql": "createdAt"})
+    secret_policy: "SecretPolicy" = _field(metadata={"graphql": "secretPolicy"})
+    search_capabilities: "WorkspacesDataWorkspacesEdgesNodeSearchCapabilities" = _field(metadata={"graphql": "searchCapabilities"})
+    embedding_dimensions: Optional[int] = _field(default=None, metadata={"graphql": "embeddingDimensions"})
 
 
 @dataclass
 class WorkspacesDataWorkspacesEdgesNodeSearchCapabilities:
     """A MemorySearchCapabilities as WorkspacesDataWorkspacesEdgesNodeSearchCapabilities selects it."""
-    vectorSearch: "MemoryVectorSearchPath"
-    vectorExact: bool
-    fullText: "MemoryFullTextSearchPath"
+    vector_search: "MemoryVectorSearchPath" = _field(metadata={"graphql": "vectorSearch"})
+    vector_exact: bool = _field(metadata={"graphql": "vectorExact"})
+    full_text: "MemoryFullTextSearchPath" = _field(metadata={"graphql": "fullText"})
 
 
 @dataclass
@@ -2764,6 +2764,6 @@ class WorkspacesDataWorkspacesEdgesNodeCreatedBy:
     """A User as WorkspacesDataWorkspacesEdgesNodeCreatedBy selects it."""
     id: str
     email: str
-    displayName: str
-    createdAt: DateTime
+    display_name: str = _field(metadata={"graphql": "displayName"})
+    created_at: DateTime = _field(metadata={"graphql": "createdAt"})
 

@@ -11,7 +11,7 @@ import asyncio
 import json
 import sys
 
-from agentgraph import BY_NAME, AgentGraph
+from agentgraph import BY_NAME, AsyncAgentGraph
 from agentgraph_runtime.outbox import Outbox, SqliteOutboxStore, client_send
 from agentgraph_runtime.privacy import PrivacyPolicy
 
@@ -28,7 +28,7 @@ class StaticToken:
 
 
 async def main(base_url: str, file: str, rooms: list, per_room: int, mode: str, token: str) -> int:
-    sdk = AgentGraph(
+    sdk = AsyncAgentGraph(
         base_url,
         token_provider=StaticToken(token),
         # Message bodies are PERSONAL (schemas/coordination.graphql); this app's policy allows them to be sent.

@@ -1,12 +1,12 @@
-"""Quickstart: the generated Python SDK as an installed package. Reads who is calling (a query), creates a room (a
-mutation, sent with an idempotency key) and lists every room page by page (a connection), then prints one JSON line.
-sdk-templates/python/tests/test_packaging.py runs it with the python of a fresh venv holding the two wheels.
+"""Quickstart, blocking: the generated Python SDK as an installed package (``pip install agentgraph``). Reads who
+is calling (a query), creates a room (a mutation, sent with an idempotency key that every retry reuses) and lists
+every room page by page (a connection), then prints one JSON line. quickstart_async.py is the same with
+``AsyncAgentGraph``. sdk-templates/python/tests/test_packaging.py runs both with the python of a fresh venv.
 
     python quickstart.py <GraphQL endpoint URL> <access token>
 """
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 
@@ -20,25 +20,26 @@ class StaticToken:
     def __init__(self, token: str) -> None:
         self._token = token
 
-    async def get_token(self) -> str:
+    def get_token(self) -> str:
         return self._token
 
-    async def refresh(self) -> str:
+    def refresh(self) -> str:
         return self._token
 
 
-async def main(endpoint: str, token: str) -> None:
-    async with AgentGraph(endpoint, token_provider=StaticToken(token)) as api:
-        viewer = (await api.viewer()).data.viewer
-        created = await api.create_room(input=CreateRoomInput(name="general"))
-        rooms = [room["name"] async for room in api.paginate_rooms(first=2)]
+def main(endpoint: str, token: str) -> None:
+    with AgentGraph(endpoint, token_provider=StaticToken(token)) as api:
+        viewer = api.viewer().data.viewer  # a ViewerDataViewer dataclass, snake_case fields
+        created = api.create_room(input=CreateRoomInput(name="general"))
+        rooms = [room.name for room in api.paginate_rooms(first=2)]  # RoomsDataRoomsEdgesNode, page after page
         print(json.dumps({
-            "viewer": viewer.user.displayName if viewer else None,
-            "created": created.data.createRoom.room.id,
+            "viewer": viewer.user.display_name if viewer else None,
+            "created": created.data.create_room.room.id,
+            "createdAt": created.data.create_room.room.created_at,
             "idempotencyKey": created.raw.idempotency_key,
             "rooms": rooms,
         }))
 
 
 if __name__ == "__main__":
-    asyncio.run(main(sys.argv[1], sys.argv[2]))
+    main(sys.argv[1], sys.argv[2])

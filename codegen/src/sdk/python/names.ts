@@ -13,8 +13,29 @@ const KEYWORDS = new Set(
   ).split(' '),
 );
 
-/** A field or parameter name: the GraphQL name, with `_` appended when Python reserves it. */
+/** A name Python reserves gets `_` appended (`from` → `from_`, `type` → `type_`). */
 export const identifier = (name: string) => (KEYWORDS.has(name) ? `${name}_` : name);
+
+/**
+ * The Python name of a GraphQL field, argument or variable: snake_case, keyword-safe, without leading underscores
+ * (`roomId` → `room_id`, `expectedVersion` → `expected_version`, `__typename` → `typename`). The generated code
+ * keeps the wire name beside it (dataclass field metadata, the variables dict), so both directions are mapped.
+ */
+export const pyName = (name: string) => identifier(snake(name).replace(/^_+/, ''));
+
+/** Fails generation when two GraphQL names of one class or signature map to the same Python name. */
+export function uniquePyNames(names: readonly string[], where: string): void {
+  const seen = new Map<string, string>();
+  for (const name of names) {
+    const py = pyName(name);
+    const other = seen.get(py);
+    if (other !== undefined && other !== name)
+      throw new Error(
+        `${where}: ${other} and ${name} both become ${py} in Python; rename one in the schema or alias it.`,
+      );
+    seen.set(py, name);
+  }
+}
 
 /** `createMessage` → `create_message`; `RoomByID` → `room_by_id`. */
 export function snake(name: string): string {

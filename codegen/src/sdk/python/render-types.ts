@@ -4,7 +4,7 @@
  * (`RoomsData`, `RoomsDataRooms`, ...). A selection on an abstract type with type conditions stays a dict.
  */
 import type { InputTypeRef, IR, OperationIR, OutputTypeRef, ResultField, ResultShape } from '../ir.js';
-import { doc, HEADER, identifier, str, upperFirst } from './names.js';
+import { doc, HEADER, identifier, pyName, str, uniquePyNames, upperFirst } from './names.js';
 
 const BUILT_IN: Readonly<Record<string, string>> = {
   ID: 'str',
@@ -28,7 +28,7 @@ export function inputType(type: InputTypeRef, nullable = true): string {
 }
 
 function field(name: string, type: string, optional: boolean): string {
-  const id = identifier(name);
+  const id = pyName(name);
   const meta = id === name ? '' : `metadata={"graphql": ${str(name)}}`;
   // dataclasses.field as _field: a GraphQL field named `field` (PutMemoriesError.field) would shadow it.
   if (optional) return `    ${id}: ${type} = _field(default=None${meta ? `, ${meta}` : ''})\n`;
@@ -47,6 +47,10 @@ function enums(ir: IR): string[] {
 
 function inputs(ir: IR): string[] {
   return ir.inputs.map((input) => {
+    uniquePyNames(
+      input.fields.map((f) => f.name),
+      `input ${input.name}`,
+    );
     const required = input.fields.filter((f) => f.type.kind === 'NON_NULL' && f.defaultValue === undefined);
     const optional = input.fields.filter((f) => !required.includes(f));
     const lines = [
@@ -104,6 +108,10 @@ function outputType(type: OutputTypeRef, name: string, out: string[], nullable =
 }
 
 function model(name: string, shape: ResultShape, out: string[]): string {
+  uniquePyNames(
+    shape.fields.map((f) => f.responseName),
+    `result type ${name}`,
+  );
   const fields = shape.fields.map((f: ResultField) => {
     let type = outputType(f.type, `${name}${upperFirst(f.responseName)}`, out);
     if ((f.optional || f.deprecationReason) && !type.startsWith('Optional[')) type = `Optional[${type}]`;
@@ -121,6 +129,26 @@ function model(name: string, shape: ResultShape, out: string[]): string {
     (sorted.length ? sorted.join('') : '    pass\n') +
     '\n'
   );
+}
+
+/**
+ * The Python type of the nodes of a connection: the dataclass the result types name after the path
+ * (`RoomsDataRoomsEdgesNode`), or `Dict[str, Any]` for a node selected with type conditions.
+ */
+export function connectionNodeType(op: OperationIR, path: readonly string[]): string {
+  let name = `${op.name}Data`;
+  let shape: ResultShape = op.result;
+  for (const key of [...path, 'edges', 'node']) {
+    const f = shape.fields.find((x) => x.responseName === key);
+    let type = f?.type;
+    while (type && (type.kind === 'NON_NULL' || type.kind === 'LIST')) type = type.ofType;
+    if (!f || !type || type.kind !== 'OBJECT')
+      throw new Error(`${op.name}: no object selection at ${[...path, 'edges', 'node'].join('.')}`);
+    if (type.shape.variants) return 'Dict[str, Any]';
+    name = `${name}${upperFirst(f.responseName)}`;
+    shape = type.shape;
+  }
+  return name;
 }
 
 function results(op: OperationIR): string[] {

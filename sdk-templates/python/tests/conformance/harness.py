@@ -3,6 +3,7 @@ a fake clock, the vector's random numbers, an httpx.MockTransport that plays `ex
 describes."""
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 from pathlib import Path
@@ -11,9 +12,6 @@ from typing import Any, Dict, List, Mapping, Optional
 import httpx
 
 from agentgraph_runtime import (
-    AbortController,
-    AbortError,
-    AbortSignal,
     AgentGraphClient,
     AgentGraphError,
     OperationSpec,
@@ -56,13 +54,10 @@ class FakeClock:
             raise ValueError(f"FakeClock.advance needs a non-negative number, got {ms}")
         self.current += ms
 
-    async def sleep(self, ms: float, signal: Optional[AbortSignal] = None) -> None:
-        if signal is not None:
-            signal.throw_if_aborted()
+    async def sleep(self, ms: float) -> None:
         self.sleeps.append(ms)
         self.current += ms
-        if signal is not None:
-            signal.throw_if_aborted()
+        await asyncio.sleep(0)  # a wait is a suspension point: a cancelled caller stops here
 
 
 class ScriptedRandom:
@@ -115,8 +110,10 @@ def sleeps_problems(expected: List[float], actual: List[float]) -> List[str]:
     return [] if same else [f"sleeps: expected {expected}, got {actual}"]
 
 
-class ScriptedTransport:
-    """Answers requests from the vector's exchanges, in order, recording every mismatch (never raising one)."""
+class ScriptedTransport(httpx.AsyncBaseTransport):
+    """Answers requests from the vector's exchanges, in order, recording every mismatch (never raising one). Each
+    answer takes one turn of the event loop, as a real network does: a caller cancelled while its request is in flight
+    (``abortCaller``) gets CancelledError there, before the answer reaches it."""
 
     def __init__(self, exchanges: List[Dict[str, Any]], clock: FakeClock) -> None:
         self.exchanges = exchanges
@@ -124,7 +121,12 @@ class ScriptedTransport:
         self.problems: List[str] = []
         self.requests = 0
         self.abort_caller = lambda: self.problems.append("a response has abortCaller but nothing can abort")
-        self.transport = httpx.MockTransport(self.handle)
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        await request.aread()
+        response = self.handle(request)
+        await asyncio.sleep(0)
+        return response
 
     def handle(self, request: httpx.Request) -> httpx.Response:
         index = self.requests
@@ -139,9 +141,6 @@ class ScriptedTransport:
             self.abort_caller()
         if r.get("latencyMs"):
             self.clock.advance(r["latencyMs"])
-        signal = request.extensions.get("agentgraph_signal")
-        if signal is not None and signal.aborted:
-            raise httpx.ConnectError("aborted (scripted)", request=request)
         if r.get("fault") == "network":
             raise httpx.ConnectError("connection reset (scripted network fault)", request=request)
         if r.get("fault") == "timeout":
@@ -228,7 +227,7 @@ class Harness:
         self.client = AgentGraphClient(
             cfg.get("baseUrl", DEFAULT_BASE_URL),
             ERROR_TABLE,
-            transport=self.transport.transport,
+            transport=self.transport,
             clock=clock,
             random=random,
             new_key=new_key,
@@ -257,8 +256,8 @@ def describe(thrown: BaseException) -> str:
 
 
 def error_problems(expected: Mapping[str, Any], thrown: BaseException) -> List[str]:
-    if expected["code"] == "ABORTED":
-        return [] if isinstance(thrown, AbortError) else [f"expected an AbortError, got {describe(thrown)}"]
+    if expected["code"] == "ABORTED":  # the caller cancelled: asyncio's CancelledError
+        return [] if isinstance(thrown, asyncio.CancelledError) else [f"expected CancelledError, got {describe(thrown)}"]
     if not isinstance(thrown, AgentGraphError):
         return [f"expected AgentGraphError {expected['code']}, got {describe(thrown)}"]
     problems: List[str] = []
@@ -284,4 +283,4 @@ def error_problems(expected: Mapping[str, Any], thrown: BaseException) -> List[s
     return problems
 
 
-__all__ = ["AbortController", "math"]
+__all__ = ["math"]

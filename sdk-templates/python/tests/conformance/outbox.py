@@ -61,7 +61,7 @@ async def run(vector: Dict[str, Any], file: str, clock: FakeClock, random: Scrip
     sends: List[Dict[str, Any]] = []
     counters = {"hung": 0, "ids": 0, "keys": 0}
 
-    async def send(entry: Any, signal: Any) -> Any:
+    async def send(entry: Any) -> Any:
         sends.append({"room": entry.room, "key": entry.idempotency_key, "at": clock.now() - start})
         queue = outcomes.get(entry.idempotency_key) or []
         outcome = queue.pop(0) if queue else "ok"

@@ -1,10 +1,13 @@
-"""Executor of `pagination` vectors (port of ts/pagination.ts): iterate a connection, optionally aborting."""
+"""Executor of `pagination` vectors (port of ts/pagination.ts): iterate a connection, optionally aborting. Python
+aborts the asyncio way: the iterating task is cancelled (before it starts, after `abortAfterNodes` nodes while the
+consumer awaits its own work, or by the transport while a page request is in flight) and the vector's ABORTED error
+is the CancelledError that ends it; the iterator is closed and no further page is requested."""
 from __future__ import annotations
 
+import asyncio
 import json
-from typing import Any, Dict, List
-
-from agentgraph_runtime import AbortController
+from contextlib import aclosing
+from typing import Any, Dict, List, Optional
 
 from .harness import FakeClock, Harness, ScriptedRandom, describe, error_problems, fail, json_equal, \
     operation_of, sleeps_problems
@@ -19,28 +22,39 @@ def select(data: Any, path: str) -> Any:
 
 async def run(vector: Dict[str, Any], file: str, clock: FakeClock, random: ScriptedRandom) -> None:
     h = Harness(vector.get("config"), vector["exchanges"], clock, random)
-    controller = AbortController()
-    h.transport.abort_caller = controller.abort
     problems: List[str] = []
     nodes: List[Any] = []
     expect = vector["expect"]
     abort_after = vector.get("abortAfterNodes")
-    if abort_after == 0:
-        controller.abort()
-    try:
+    task: Optional[asyncio.Task] = None
+
+    def abort() -> None:
+        assert task is not None
+        task.cancel()
+
+    h.transport.abort_caller = abort
+
+    async def consume() -> None:
         iterator = h.client.paginate(
             operation_of(vector["operation"]),
             vector.get("variables", {}),
             lambda data: select(data, vector["connectionPath"]),
-            signal=controller.signal,
         )
-        async for node in iterator:
-            nodes.append(node)
-            if len(nodes) == abort_after:
-                controller.abort()
+        async with aclosing(iterator):
+            async for node in iterator:
+                nodes.append(node)
+                if len(nodes) == abort_after:
+                    abort()
+                    await asyncio.sleep(0)  # the consumer's own work between nodes: the cancellation lands here
+
+    task = asyncio.ensure_future(consume())
+    if abort_after == 0:
+        abort()
+    try:
+        await task
         if "error" in expect:
             problems.append(f"expected error {expect['error']['code']}, but iteration completed")
-    except Exception as err:  # noqa: BLE001
+    except (Exception, asyncio.CancelledError) as err:  # noqa: BLE001
         if "error" in expect:
             problems += error_problems(expect["error"], err)
         else:
