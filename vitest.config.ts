@@ -25,6 +25,7 @@ const UNIT = [
   'gateway/test/shutdown.test.ts',
   'gateway/test/stream-connections.test.ts',
   'gateway/test/stream-lifecycle.test.ts',
+  'gateway/test/stream-single-connection.test.ts',
   'runtime/test/auth.test.ts',
   'runtime/test/config.test.ts',
   'runtime/test/connection.test.ts',
