@@ -205,3 +205,10 @@ def test_both_wheels_install_into_a_fresh_venv_and_the_quickstart_runs_outside_t
     assert dead["state"] == "POISON" and dead["lastError"]["code"] == "BAD_USER_INPUT"
     sent_keys = [s["headers"]["idempotency-key"] for s in GraphQLServer.seen]
     assert len(sent_keys) == 3 and len(set(sent_keys)) == 3 and dead["idempotencyKey"] == sent_keys[-1]
+
+    GraphQLServer.seen = []
+    shutil.copy2(SDK_SRC / "samples" / "error_handling.py", app / "error_handling.py")
+    out = json.loads(run([str(python), "error_handling.py", server, "a-revoked-token"], app, timeout=60).splitlines()[-1])
+    assert out == {"class": "UnauthenticatedError", "code": "UNAUTHENTICATED", "status": 401, "retryable": False,
+                   "attempts": 2, "giveUpReason": "unauthenticated"}
+    assert len(GraphQLServer.seen) == 2  # the first try and one resend after the token refresh

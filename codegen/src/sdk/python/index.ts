@@ -1,6 +1,6 @@
 /**
  * The Python target: sdks/python/ = the distribution `agentgraph`: generated errors, operations, types (dataclasses)
- * and the AgentGraph class, pyproject.toml, py.typed, a README, tests and the samples (sdk-templates/python/samples,
+ * and the AgentGraph / AsyncAgentGraph classes, pyproject.toml, py.typed, a README, tests and the samples (sdk-templates/python/samples,
  * copied verbatim into samples/). The runtime is not copied: it is the distribution `agentgraph-runtime`
  * (sdk-templates/python), which the generated package imports as `agentgraph_runtime` and pins to the runtime's own
  * version (read from its pyproject.toml). Python files are not run through prettier; the renderers indent them
@@ -19,9 +19,9 @@ import {
   renderConftest,
   renderInit,
   renderPyproject,
-  renderReadme,
   renderTests,
 } from './render-project.js';
+import { renderReadme } from './render-readme.js';
 import { renderTypes } from './render-types.js';
 
 export const PYTHON_RUNTIME_PROJECT = 'sdk-templates/python/pyproject.toml';
@@ -43,7 +43,7 @@ export const pythonTarget: Target = {
         path: 'README.md',
         content: await ctx.format(
           'README.md',
-          renderReadme(ir, samples.find((f) => f.path === 'samples/room_subscriber.py')?.content),
+          renderReadme(ir, new Map(samples.map((f) => [f.path.slice('samples/'.length), f.content]))),
         ),
       },
       { path: 'agentgraph/__init__.py', content: renderInit() },
