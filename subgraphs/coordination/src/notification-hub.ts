@@ -4,18 +4,20 @@
  * a notification costs O(its subscribers), not O(all open streams) — what lets one server hold ten thousand idle
  * device streams while intents flow. The LISTEN starts with the first subscriber of a channel and ends with the
  * last (listen and unlisten are serialised per channel); a listener reconnect wakes every subscriber (they
- * re-read, so nothing missed is lost).
+ * re-read, so nothing missed is lost). Each notification or reconnect is stamped once (`moment()`) and every
+ * subscriber it wakes gets that stamp, which says which in-flight reads may serve them (shared-read.ts).
  */
 import type { Database } from '@agentgraph/runtime';
+import { moment } from './shared-read.js';
 
 /** The routing keys a notification payload concerns (e.g. `tenant:room`). */
 export type ChannelRouter = (payload: Record<string, unknown>) => readonly string[];
 
 export interface HubSubscriber {
-  /** Something this subscriber may care about was committed. */
-  poke(): void;
-  /** The listener connection came back: anything may have been missed. */
-  reconnected(): void;
+  /** Something this subscriber may care about was committed; `at`: when this process heard of it (`moment()`). */
+  poke(at: number): void;
+  /** The listener connection came back (at `at`): anything may have been missed. */
+  reconnected(at: number): void;
 }
 
 /** Parses a JSON notification payload into an object, or null. */
@@ -88,14 +90,16 @@ class ChannelHub {
   private dispatch(payload: string): void {
     const parsed = parsePayload(payload);
     if (!parsed) return;
+    const at = moment();
     for (const key of this.router(parsed)) {
       const set = this.subs.get(key);
-      if (set) for (const sub of [...set]) sub.poke();
+      if (set) for (const sub of [...set]) sub.poke(at);
     }
   }
 
   private reconnected(): void {
-    for (const set of [...this.subs.values()]) for (const sub of [...set]) sub.reconnected();
+    const at = moment();
+    for (const set of [...this.subs.values()]) for (const sub of [...set]) sub.reconnected(at);
   }
 }
 

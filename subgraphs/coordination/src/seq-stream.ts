@@ -12,7 +12,9 @@
  *    coalesced notification loses nothing, a lost listener connection triggers the same re-read (onReconnect),
  *    and reading past the last yielded seq cannot yield a seq twice;
  *  - notifications wait in one dirty flag, not a queue: memory per subscriber is constant;
- *  - one LISTEN per channel per process (notification-hub.ts) routes each notification to the streams of its key.
+ *  - one LISTEN per channel per process (notification-hub.ts) routes each notification to the streams of its key;
+ *  - with `shareKey`, streams wanting the same page at the same moment share one read (shared-read.ts): a stream joins
+ *    a read in flight only if it started after the stream's latest reason to read, so the read sees that commit.
  * The stream ends when `signal` aborts, the consumer returns, or `isLast` says so, and always unlistens.
  */
 import {
@@ -28,6 +30,7 @@ import {
   type ChannelRouter,
   type HubSubscriber,
 } from './notification-hub.js';
+import { moment, sharedReadsOf } from './shared-read.js';
 
 /** Rows read per round trip while catching up. */
 export const STREAM_PAGE_SIZE = 100;
@@ -50,6 +53,12 @@ export interface SequencedStreamOptions<T> {
    */
   readOnce?(db: Queryable, after: number, limit: number): Promise<T[]>;
   seqOf(item: T): number;
+  /**
+   * Optional: streams with the same `shareKey` read the same rows for the same position and page size, whoever asks
+   * (e.g. `tenant:room`: room messages are tenant-scoped, not principal-scoped), so one read in flight serves all of
+   * them (shared-read.ts). Leave it out when the rows depend on the principal. Shared items are never modified.
+   */
+  shareKey?: string;
   /** Yield items with seq greater than this. */
   afterSeq: number;
   /** Ends the stream after yielding an item for which this is true (e.g. a terminal state). */
@@ -77,6 +86,8 @@ class SequencedStream<T> implements HubSubscriber {
   private index = 0;
   /** Something may have been committed since the last read (a notification, a reconnect, a full page). */
   private dirty = true;
+  /** When this stream last became dirty (`moment()`): a shared read must have started after it. */
+  private since = 0;
   private listening: 'no' | 'pending' | 'yes' = 'no';
   private done = false;
   private running = false;
@@ -116,21 +127,22 @@ class SequencedStream<T> implements HubSubscriber {
     return this;
   }
 
-  /** Something this stream may care about was committed. */
-  poke(): void {
+  /** Something this stream may care about was committed (this process heard of it at `at`). */
+  poke(at: number): void {
     this.dirty = true;
+    this.since = at;
     if (this.pending) void this.pump();
   }
 
   /** The listener connection came back: anything may have been missed. */
-  reconnected(): void {
+  reconnected(at: number): void {
     this.opts.log.info('stream listener reconnected; re-reading', this.opts.logFields);
-    this.poke();
+    this.poke(at);
   }
 
   /** The signal's abort: a waiting stream ends now. */
   handleEvent(): void {
-    this.poke();
+    this.poke(moment());
   }
 
   private take(): ((result: IteratorResult<T, void>) => void) | null {
@@ -155,12 +167,15 @@ class SequencedStream<T> implements HubSubscriber {
           opts.signal.addEventListener('abort', this);
           await subscribeNotifications(opts.db, opts.channel, opts.router, opts.routeKey, this);
           this.listening = 'yes';
+          this.since = moment(); // the backlog read must start after the LISTEN is in place
           if (this.done) await this.unlisten(); // ended while subscribing
           continue;
         }
         if (this.index < this.page.length) {
           const item = this.page[this.index]!;
-          (this.page as T[])[this.index++] = undefined as T; // handed out: not kept
+          // Handed out: not kept (a shared page is other streams' too, and is let go as a whole).
+          if (opts.shareKey === undefined) (this.page as T[])[this.index] = undefined as T;
+          this.index++;
           this.take()!({ value: item, done: false });
           if (opts.isLast?.(item)) await this.finish();
           continue;
@@ -186,9 +201,14 @@ class SequencedStream<T> implements HubSubscriber {
     const { opts } = this;
     const pageSize = opts.pageSize ?? STREAM_PAGE_SIZE;
     const from = this.last;
-    const page = opts.readOnce
-      ? await opts.readOnce(opts.db, from, pageSize)
-      : await withTenant(opts.db, opts.auth, (tx) => opts.read(tx, from, pageSize));
+    const read = () =>
+      opts.readOnce
+        ? opts.readOnce(opts.db, from, pageSize)
+        : withTenant(opts.db, opts.auth, (tx) => opts.read(tx, from, pageSize));
+    const page =
+      opts.shareKey === undefined
+        ? await read()
+        : await sharedReadsOf(opts.db).read(`${opts.shareKey}:${from}:${pageSize}`, this.since, read);
     if (this.done) return;
     let accepted = page.length;
     for (let i = 0; i < page.length; i++) {
@@ -207,8 +227,11 @@ class SequencedStream<T> implements HubSubscriber {
     }
     this.page = accepted === page.length ? page : page.slice(0, accepted);
     this.index = 0;
-    // A full page without a gap: there may be more right after it.
-    if (page.length === pageSize && accepted === page.length) this.dirty = true;
+    // A full page without a gap: there may be more right after it (a fresh read, shared with no earlier one).
+    if (page.length === pageSize && accepted === page.length) {
+      this.dirty = true;
+      this.since = moment();
+    }
   }
 
   /** Ends the stream once: answers a pending `next()` with done, stops listening. */

@@ -2,7 +2,9 @@
  * The live message stream of a room (Subscription.roomMessages): the backlog after a resume point, then live
  * messages, in sequence order, with no gap and no duplicate (seq-stream.ts says why). postMessage numbers a
  * message under the room's row lock and inserts it in the same transaction, so a room's messages commit in
- * sequence order, which is the promise sequencedStream needs.
+ * sequence order, which is the promise sequencedStream needs. A room's rows depend on the tenant alone (RLS on
+ * `tenant_id`, migrations/001_coordination.sql), not on who asks, so the streams of one room share their reads
+ * (`shareKey`): one read per notification for all of them, not one per stream.
  */
 import type { AuthContext, Database, Logger } from '@agentgraph/runtime';
 import type { MessageModel } from './models.js';
@@ -31,6 +33,7 @@ export function roomMessageStream(opts: RoomStreamOptions): AsyncGenerator<Messa
     channel: MESSAGES_CHANNEL,
     router: roomRouter,
     routeKey: `${auth.tenantId}:${roomId}`,
+    shareKey: `${auth.tenantId}:${roomId}`,
     read: (tx, after, limit) => messagesAfter(tx, roomId, after, limit),
     seqOf: (m) => m.seq,
     logFields: { roomId },
