@@ -23,7 +23,9 @@ beforeAll(async () => {
 
 describe('C# SDK generation', () => {
   it('copies no runtime file: the library references the runtime project, which exists', () => {
-    const runtimeFiles = listFiles(TEMPLATE_RUNTIME, new Set(['bin', 'obj'])).filter((f) => f.endsWith('.cs'));
+    const runtimeFiles = listFiles(TEMPLATE_RUNTIME, new Set(['bin', 'obj'])).filter((f) =>
+      f.endsWith('.cs'),
+    );
     expect(runtimeFiles.length).toBeGreaterThan(20);
     const runtimeTexts = new Set(runtimeFiles.map((f) => readFileSync(join(TEMPLATE_RUNTIME, f), 'utf8')));
     for (const [path, content] of files) {
@@ -50,6 +52,7 @@ describe('C# SDK generation', () => {
     const committed = join(ROOT, 'sdks/csharp');
     const onDisk = listFiles(committed, new Set(['bin', 'obj']));
     expect(onDisk).toEqual([...files.keys()]);
-    for (const [path, content] of files) expect(readFileSync(join(committed, path), 'utf8'), path).toBe(content);
+    for (const [path, content] of files)
+      expect(readFileSync(join(committed, path), 'utf8'), path).toBe(content);
   });
 });

@@ -1,5 +1,5 @@
 /**
- * The C# target: sdks/csharp/ = generated errors, operations, types and the client class, the library project
+ * The C# target: sdks/csharp/ = generated errors, operations, types, the client class (AgentGraphSdk) and its DI registration (AddAgentGraph), the library project
  * (net8.0;net10.0, NuGet-packable) that references the runtime project
  * (sdk-templates/csharp/src/AgentGraph.Sdk.Runtime: never copied, so each runtime line exists once; `dotnet pack`
  * turns the reference into a dependency on the AgentGraph.Sdk.Runtime package of the same version), the samples
@@ -16,6 +16,7 @@ import { renderClient } from './render-client.js';
 import { renderErrors } from './render-errors.js';
 import { renderOperations } from './render-operations.js';
 import { renderLibraryProject, renderPropsImport, renderReadme, renderSolution } from './render-project.js';
+import { renderServices } from './render-services.js';
 import { renderTests, renderTestProject } from './render-tests.js';
 import { renderTypes } from './render-types.js';
 
@@ -48,7 +49,8 @@ export const csharpTarget: Target = {
       { path: 'src/AgentGraph.Sdk/Generated/Errors.g.cs', content: renderErrors(ir) },
       { path: 'src/AgentGraph.Sdk/Generated/Operations.g.cs', content: renderOperations(ir) },
       { path: 'src/AgentGraph.Sdk/Generated/Types.g.cs', content: renderTypes(ir) },
-      { path: 'src/AgentGraph.Sdk/Generated/AgentGraph.g.cs', content: renderClient(ir) },
+      { path: 'src/AgentGraph.Sdk/Generated/AgentGraphSdk.g.cs', content: renderClient(ir) },
+      { path: 'src/AgentGraph.Sdk/Generated/ServiceCollectionExtensions.g.cs', content: renderServices() },
       { path: 'test/AgentGraph.Sdk.Tests/AgentGraph.Sdk.Tests.csproj', content: renderTestProject() },
       { path: 'test/AgentGraph.Sdk.Tests/GeneratedTests.cs', content: renderTests(ir) },
       { path: 'Directory.Build.props', content: renderPropsImport('Directory.Build.props') },

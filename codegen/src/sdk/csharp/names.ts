@@ -19,6 +19,9 @@ export function pascalCode(code: string): string {
     .join('');
 }
 
+/** An enum value's C# member: `IN_PROGRESS` → `InProgress`, `PUBLIC` → `Public` (the wire name stays in the converter). */
+export const enumMember = pascalCode;
+
 export const errorClassName = (code: string) => `${pascalCode(code)}Exception`;
 
 const KEYWORDS = new Set(
@@ -71,6 +74,18 @@ export function checkNames(ir: IR): void {
     seen.set(name, what);
   };
   for (const t of [...ir.enums, ...ir.inputs]) claim(t.name, `schema type ${t.name}`);
+  for (const e of ir.enums) {
+    claim(`${e.name}JsonConverter`, `the converter of enum ${e.name}`);
+    const members = new Map<string, string>();
+    for (const v of e.values) {
+      const other = members.get(enumMember(v.name));
+      if (other)
+        throw new Error(
+          `C# SDK: enum ${e.name} values ${other} and ${v.name} would both be the member ${enumMember(v.name)}. Rename one in the schema.`,
+        );
+      members.set(enumMember(v.name), v.name);
+    }
+  }
   for (const e of ir.errors) claim(errorClassName(e.code), `error code ${e.code}`);
   for (const op of ir.operations) claim(`${op.name}Data`, `the result type of ${op.name}`);
 }

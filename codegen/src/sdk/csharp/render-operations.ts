@@ -3,7 +3,7 @@
  * table). The documents are the exact text the TypeScript SDK sends, so the manifest hashes match.
  */
 import type { IR, OperationIR } from '../ir.js';
-import { HEADER, NAMESPACE, str, summary } from './names.js';
+import { enumMember, HEADER, NAMESPACE, str, summary } from './names.js';
 
 const KIND = { query: 'Query', mutation: 'Mutation', subscription: 'Subscription' } as const;
 
@@ -13,7 +13,7 @@ function privacy(op: OperationIR): string {
   return (
     'new Dictionary<string, PrivacyRule>\n        {\n' +
     entries
-      .map(([path, rule]) => `            [${str(path)}] = new(DataClass.${rule.class}, ${rule.required}),`)
+      .map(([path, rule]) => `            [${str(path)}] = new(DataClass.${enumMember(rule.class)}, ${rule.required}),`)
       .join('\n') +
     '\n        }'
   );

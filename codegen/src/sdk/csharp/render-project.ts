@@ -39,6 +39,8 @@ export function renderLibraryProject(): string {
   </ItemGroup>
   <ItemGroup>
     <ProjectReference Include="${RUNTIME_PROJECT}" />
+    <!-- services.AddAgentGraph(...): IHttpClientFactory typed client and the options pattern. -->
+    <PackageReference Include="Microsoft.Extensions.Http" />
   </ItemGroup>
 </Project>
 `;

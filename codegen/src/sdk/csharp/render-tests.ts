@@ -1,11 +1,12 @@
 /**
  * sdks/csharp/test/AgentGraph.Sdk.Tests: the generated SDK's own xunit tests. Each operation's document hashes to
  * the SHA-256 in schemas/operations.manifest.json (the APQ hash the TypeScript SDK sends too), each error code of
- * schemas/errors.json makes its own exception class, and the privacy table reaches the gate.
+ * schemas/errors.json makes its own exception class, every enum member writes and reads its schema name, and
+ * services.AddAgentGraph resolves the SDK through IHttpClientFactory with the options it was given.
  */
 import { createHash } from 'node:crypto';
 import type { IR } from '../ir.js';
-import { errorClassName, HEADER, str } from './names.js';
+import { enumMember, errorClassName, HEADER, str } from './names.js';
 
 export function renderTestProject(): string {
   return `<Project Sdk="Microsoft.NET.Sdk">
@@ -19,6 +20,7 @@ export function renderTestProject(): string {
     <PackageReference Include="Microsoft.NET.Test.Sdk" />
     <PackageReference Include="xunit" />
     <PackageReference Include="xunit.runner.visualstudio" />
+    <PackageReference Include="Microsoft.Extensions.DependencyInjection" />
   </ItemGroup>
   <ItemGroup>
     <ProjectReference Include="../../src/AgentGraph.Sdk/AgentGraph.Sdk.csproj" />
@@ -31,11 +33,39 @@ export function renderTests(ir: IR): string {
   const sha = (s: string) => createHash('sha256').update(s, 'utf8').digest('hex');
   const ops = ir.operations.map((op) => `    [InlineData(${str(op.name)}, ${str(sha(op.document))})]`);
   const errors = ir.errors.map((e) => `    [InlineData(${str(e.code)}, typeof(${errorClassName(e.code)}))]`);
+  const enumValues = ir.enums.flatMap((e) =>
+    e.values.map((v) => `    [InlineData(${e.name}.${enumMember(v.name)}, ${str(v.name)})]`),
+  );
+  const enumTest = enumValues.length
+    ? [
+        '    [Theory]',
+        ...enumValues,
+        '    public void EveryEnumMemberIsItsSchemaNameOnTheWire(object member, string wire)',
+        '    {',
+        '        var json = JsonSerializer.Serialize(member, member.GetType(), AgentGraphJson.Options);',
+        '        Assert.Equal($"\\"{wire}\\"", json);',
+        '        Assert.Equal(member, JsonSerializer.Deserialize(json, member.GetType(), AgentGraphJson.Options));',
+        '    }',
+        '',
+        '    [Fact]',
+        '    public void AnUnknownEnumNameIsAnErrorNamingTheEnumAndTheValue()',
+        '    {',
+        `        var error = Assert.Throws<JsonException>(() => JsonSerializer.Deserialize<${ir.enums[0]!.name}>("\\"NOT_A_VALUE\\"", AgentGraphJson.Options));`,
+        `        Assert.Contains("Unknown ${ir.enums[0]!.name} value \\"NOT_A_VALUE\\"", error.Message, StringComparison.Ordinal);`,
+        '    }',
+        '',
+      ]
+    : [];
   return [
     HEADER,
+    '#nullable enable',
+    'using System.Net;',
     'using System.Security.Cryptography;',
     'using System.Text;',
+    'using System.Text.Json;',
     'using AgentGraph.Sdk;',
+    'using Microsoft.Extensions.DependencyInjection;',
+    'using Microsoft.Extensions.Options;',
     'using Xunit;',
     '',
     'namespace AgentGraph.Sdk.Tests;',
@@ -59,9 +89,56 @@ export function renderTests(ir: IR): string {
     '        Assert.Equal(code, error.Code);',
     '    }',
     '',
+    ...enumTest,
     '    [Fact]',
     '    public void EveryOperationIsListedOnce() =>',
     `        Assert.Equal(${ir.operations.length}, AgentGraphOperations.ByName.Count);`,
+    '',
+    '    [Fact]',
+    '    public async Task AddAgentGraphResolvesTheSdkThroughIHttpClientFactoryWithItsOptions()',
+    '    {',
+    '        var handler = new RecordingHandler();',
+    '        var services = new ServiceCollection();',
+    '        services.AddSingleton<ITokenProvider>(new StaticTokenProvider("from-the-container"));',
+    '        services.AddAgentGraph(o =>',
+    '        {',
+    '            o.BaseUrl = new Uri("https://api.test/graphql");',
+    '            o.Headers["x-app"] = "generated-tests";',
+    '        }).ConfigurePrimaryHttpMessageHandler(() => handler);',
+    '        using var provider = services.BuildServiceProvider();',
+    '        var sdk = provider.GetRequiredService<AgentGraphSdk>();',
+    '        var ping = new OperationSpec("Ping", "query Ping { __typename }", OperationKind.Query, false, new Dictionary<string, PrivacyRule>());',
+    '        var result = await sdk.Client.ExecuteAsync(ping, null, null, CancellationToken.None);',
+    '        Assert.Equal("Query", (string?)result.Data["__typename"]);',
+    '        var request = Assert.Single(handler.Requests);',
+    '        Assert.Equal("https://api.test/graphql", request.RequestUri!.ToString());',
+    '        Assert.Equal("Bearer from-the-container", request.Headers.Authorization!.ToString());',
+    '        Assert.Equal("generated-tests", Assert.Single(request.Headers.GetValues("x-app")));',
+    '    }',
+    '',
+    '    [Fact]',
+    '    public void AddAgentGraphWithoutABaseUrlSaysWhatToSet()',
+    '    {',
+    '        var services = new ServiceCollection();',
+    '        services.AddAgentGraph(_ => { });',
+    '        using var provider = services.BuildServiceProvider();',
+    '        var error = Assert.Throws<OptionsValidationException>(() => provider.GetRequiredService<AgentGraphSdk>());',
+    '        Assert.Contains("BaseUrl must be the absolute GraphQL endpoint URL", error.Message, StringComparison.Ordinal);',
+    '    }',
+    '',
+    '    private sealed class RecordingHandler : HttpMessageHandler',
+    '    {',
+    '        public List<HttpRequestMessage> Requests { get; } = [];',
+    '',
+    '        protected override Task<HttpResponseMessage> SendAsync(HttpRequestMessage request, CancellationToken cancellationToken)',
+    '        {',
+    '            Requests.Add(request);',
+    '            return Task.FromResult(new HttpResponseMessage(HttpStatusCode.OK)',
+    '            {',
+    '                Content = new StringContent("{\\"data\\":{\\"__typename\\":\\"Query\\"}}", Encoding.UTF8, "application/json"),',
+    '            });',
+    '        }',
+    '    }',
     '}',
     '',
   ].join('\n');

@@ -4,7 +4,7 @@
  * type-conditioned variants are kept as JsonNode (the caller reads `__typename`).
  */
 import type { InputTypeRef, IR, OperationIR, OutputTypeRef, ResultField, ResultShape } from '../ir.js';
-import { HEADER, NAMESPACE, summary, upperFirst } from './names.js';
+import { enumMember, HEADER, NAMESPACE, str, summary, upperFirst } from './names.js';
 
 const SCALARS: Readonly<Record<string, string>> = {
   ID: 'string',
@@ -31,22 +31,58 @@ export function inputType(type: InputTypeRef, nullable = true): string {
   return nullable ? `${base}?` : base;
 }
 
+/**
+ * Enums: PascalCase members (`DataClass.Public`, `IN_PROGRESS` → `InProgress`) with the schema's names kept on the
+ * wire by a generated converter (an exact switch both ways: works on net8.0, where JsonStringEnumMemberName does not
+ * exist, and round-trips every value; an unknown name is a JsonException naming the enum and the value), and one
+ * `WireName()` per enum in `AgentGraphEnums` for code that compares results (enum fields of results stay strings, so
+ * a value the server adds later never breaks an older client).
+ */
 function enums(ir: IR): string[] {
-  return ir.enums.map(
-    (e) =>
+  const types = ir.enums.map((e) => {
+    const members = e.values.map((v) => ({ ...v, member: enumMember(v.name) }));
+    const known = members.map((m) => m.name).join(', ');
+    const converter =
+      summary([`Reads and writes ${e.name} as the schema's names (${known}).`]) +
+      `public sealed class ${e.name}JsonConverter : JsonConverter<${e.name}>\n{\n` +
+      summary(['The member of a schema name.'], '    ') +
+      `    public override ${e.name} Read(ref Utf8JsonReader reader, Type typeToConvert, JsonSerializerOptions options) => reader.GetString() switch\n    {\n` +
+      members.map((m) => `        ${str(m.name)} => ${e.name}.${m.member},\n`).join('') +
+      `        var other => throw new JsonException($"Unknown ${e.name} value \\"{other}\\" (known: ${known}): the server may be newer than this SDK; update AgentGraph.Sdk."),\n    };\n\n` +
+      summary(['The schema name of a member.'], '    ') +
+      `    public override void Write(Utf8JsonWriter writer, ${e.name} value, JsonSerializerOptions options)\n    {\n` +
+      '        ArgumentNullException.ThrowIfNull(writer);\n' +
+      '        writer.WriteStringValue(value.WireName());\n    }\n}\n';
+    return (
       summary([e.description], '', `The ${e.name} enum.`) +
-      `[JsonConverter(typeof(JsonStringEnumConverter<${e.name}>))]\n` +
+      `[JsonConverter(typeof(${e.name}JsonConverter))]\n` +
       `public enum ${e.name}\n{\n` +
-      e.values
+      members
         .map(
           (v) =>
-            summary([v.description], '    ', v.name) +
+            summary([v.description, `Wire name: ${v.name}.`], '    ', v.name) +
             (v.deprecationReason ? `    [Obsolete(${JSON.stringify(v.deprecationReason)})]\n` : '') +
-            `    ${v.name},\n`,
+            `    ${v.member},\n`,
         )
         .join('') +
-      '}\n',
-  );
+      '}\n\n' +
+      converter
+    );
+  });
+  const wireNames =
+    summary(["The schema's name of each generated enum member (what the server sends and expects)."]) +
+    'public static class AgentGraphEnums\n{\n' +
+    ir.enums
+      .map(
+        (e) =>
+          summary([`The schema name of a ${e.name}, e.g. ${e.values[0]?.name ?? ''}.`], '    ') +
+          `    public static string WireName(this ${e.name} value) => value switch\n    {\n` +
+          e.values.map((v) => `        ${e.name}.${enumMember(v.name)} => ${str(v.name)},\n`).join('') +
+          `        _ => throw new ArgumentOutOfRangeException(nameof(value), value, "Not a ${e.name}."),\n    };\n`,
+      )
+      .join('\n') +
+    '}\n';
+  return ir.enums.length ? [...types, wireNames] : [];
 }
 
 function inputs(ir: IR): string[] {
@@ -124,6 +160,7 @@ export function renderTypes(ir: IR): string {
     HEADER,
     '#nullable enable',
     '#pragma warning disable CS0618 // generated code mentions deprecated members',
+    'using System.Text.Json;',
     'using System.Text.Json.Nodes;',
     'using System.Text.Json.Serialization;',
     '',

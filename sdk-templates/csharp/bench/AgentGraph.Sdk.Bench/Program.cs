@@ -34,7 +34,7 @@ var result = new JsonObject
 await using (var server = LoopbackServer.Start())
 {
     using var plain = new HttpClient();
-    using var sdk = new AgentGraph.Sdk.AgentGraph(new AgentGraphClientOptions { BaseUrl = server.Url, TokenProvider = new StaticToken() });
+    using var sdk = new AgentGraphSdk(new AgentGraphClientOptions { BaseUrl = server.Url, TokenProvider = new StaticToken() });
     foreach (var mutation in new[] { false, true })
     {
         Func<Task> viaPlain = () => PlainPostAsync(plain, server.Url, mutation);

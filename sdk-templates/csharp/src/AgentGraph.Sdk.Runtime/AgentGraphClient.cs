@@ -18,6 +18,12 @@ public sealed record AgentGraphClientOptions
     public ErrorRegistry? Errors { get; init; }
     /// <summary>The HTTP stack (default: a SocketsHttpHandler). Inject a test double or a proxy-aware handler.</summary>
     public HttpMessageHandler? Handler { get; init; }
+    /// <summary>
+    /// An HttpClient to send with instead (e.g. one from IHttpClientFactory, which services.AddAgentGraph passes):
+    /// not disposed by the client, its BaseAddress unused (BaseUrl is). Set its Timeout to infinite or longer than
+    /// <see cref="Timeout"/>: the per-attempt timeout is the client's own. <see cref="Handler"/> is then ignored.
+    /// </summary>
+    public HttpClient? HttpClient { get; init; }
     /// <summary>Extra headers on every request (never logged).</summary>
     public IReadOnlyDictionary<string, string>? Headers { get; init; }
     /// <summary>Supplies and refreshes access tokens.</summary>
@@ -55,6 +61,7 @@ public sealed class AgentGraphClient : IDisposable
 {
     private readonly AgentGraphClientOptions _options;
     private readonly HttpClient _http;
+    private readonly bool _ownsHttp;
     private readonly TimeProvider _time;
     private readonly Func<double> _random;
     private readonly Func<string> _newKey;
@@ -76,7 +83,8 @@ public sealed class AgentGraphClient : IDisposable
         if (maxPayload < 1) throw new ArgumentException("AgentGraphClient: MaxPayloadBytes must be ≥ 1.", nameof(options));
         Settings = new EffectiveSettings((options.Retry ?? new RetrySettings()).Validated(), maxPayload, timeout);
         if (options.Capabilities is not null) Settings = Settings.Apply(options.Capabilities);
-        _http = new HttpClient(options.Handler ?? new SocketsHttpHandler(), disposeHandler: options.Handler is null)
+        _ownsHttp = options.HttpClient is null;
+        _http = options.HttpClient ?? new HttpClient(options.Handler ?? new SocketsHttpHandler(), disposeHandler: options.Handler is null)
         {
             Timeout = System.Threading.Timeout.InfiniteTimeSpan,
         };
@@ -404,5 +412,8 @@ public sealed class AgentGraphClient : IDisposable
     }
 
     /// <inheritdoc/>
-    public void Dispose() => _http.Dispose();
+    public void Dispose()
+    {
+        if (_ownsHttp) _http.Dispose();
+    }
 }

@@ -189,16 +189,16 @@ public static class Detectors
     /// <summary>Every detector, in the order refusals name them.</summary>
     public static IReadOnlyList<Detector> All { get; } =
     [
-        RegexDetector("pem-private-key", DataClass.SECRET, "-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----"),
-        RegexDetector("jwt", DataClass.SECRET, $"{NotAfterAlnum}eyJ[A-Za-z0-9_-]{{8,}}\\.eyJ[A-Za-z0-9_-]{{8,}}\\.[A-Za-z0-9_-]*"),
-        RegexDetector("api-key", DataClass.SECRET, $"{NotAfterAlnum}(?:{string.Join("|", ApiKeyPatterns)})"),
-        RegexDetector("bearer-token", DataClass.SECRET,
+        RegexDetector("pem-private-key", DataClass.Secret, "-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----"),
+        RegexDetector("jwt", DataClass.Secret, $"{NotAfterAlnum}eyJ[A-Za-z0-9_-]{{8,}}\\.eyJ[A-Za-z0-9_-]{{8,}}\\.[A-Za-z0-9_-]*"),
+        RegexDetector("api-key", DataClass.Secret, $"{NotAfterAlnum}(?:{string.Join("|", ApiKeyPatterns)})"),
+        RegexDetector("bearer-token", DataClass.Secret,
             $"{NotAfterAlnum}(?:{AnyCase("bearer")}[ \\t]+(?![A-Z_]{{16,}}(?![A-Za-z0-9._~+/=-]))[A-Za-z0-9._~+/-]{{16,}}=*|{AnyCase("authorization")}['\"]?:[ \\t]*['\"]?{AnyCase("basic")}[ \\t]+[A-Za-z0-9+/]{{12,}}=*)"),
-        RegexDetector("url-password", DataClass.SECRET, "(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]{0,30}://[^ \\t\\r\\n/?#@:]{0,256}:(?![$<{%\\[])(?!\\*+@)[^ \\t\\r\\n/?#@]{1,256}@"),
-        new Detector("password-assignment", DataClass.SECRET, PasswordAssigned),
-        new Detector("high-entropy", DataClass.SECRET, HighEntropy),
-        new Detector("card-number", DataClass.SECRET, CardNumber),
-        RegexDetector("ssn", DataClass.PERSONAL, $"{NotAfterAlnum}(?!000|666|9[0-9]{{2}})[0-9]{{3}}-(?!00)[0-9]{{2}}-(?!0000)[0-9]{{4}}{NotBeforeAlnum}"),
+        RegexDetector("url-password", DataClass.Secret, "(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]{0,30}://[^ \\t\\r\\n/?#@:]{0,256}:(?![$<{%\\[])(?!\\*+@)[^ \\t\\r\\n/?#@]{1,256}@"),
+        new Detector("password-assignment", DataClass.Secret, PasswordAssigned),
+        new Detector("high-entropy", DataClass.Secret, HighEntropy),
+        new Detector("card-number", DataClass.Secret, CardNumber),
+        RegexDetector("ssn", DataClass.Personal, $"{NotAfterAlnum}(?!000|666|9[0-9]{{2}})[0-9]{{3}}-(?!00)[0-9]{{2}}-(?!0000)[0-9]{{4}}{NotBeforeAlnum}"),
     ];
 
     /// <summary>The detectors that fire on <paramref name="value"/>.</summary>

@@ -31,6 +31,28 @@ public interface ITokenProvider
     ValueTask<string> RefreshAsync(CancellationToken cancellationToken);
 }
 
+/// <summary>
+/// A token that does not change (a service token from configuration or a secret store). RefreshAsync returns the same
+/// token, so a refused one fails the call with UNAUTHENTICATED; implement <see cref="ITokenProvider"/> for tokens that expire.
+/// </summary>
+public sealed class StaticTokenProvider : ITokenProvider
+{
+    private readonly string _token;
+
+    /// <summary>Wraps the token (not logged, never sent anywhere but the Authorization header).</summary>
+    public StaticTokenProvider(string token)
+    {
+        ArgumentException.ThrowIfNullOrWhiteSpace(token);
+        _token = token;
+    }
+
+    /// <inheritdoc/>
+    public ValueTask<string> GetTokenAsync(CancellationToken cancellationToken) => ValueTask.FromResult(_token);
+
+    /// <inheritdoc/>
+    public ValueTask<string> RefreshAsync(CancellationToken cancellationToken) => ValueTask.FromResult(_token);
+}
+
 /// <summary>Per-call options.</summary>
 public sealed record CallOptions
 {

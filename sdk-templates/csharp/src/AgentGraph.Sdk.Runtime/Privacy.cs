@@ -2,32 +2,61 @@ using System.Text.Json.Nodes;
 
 namespace AgentGraph.Sdk;
 
-/// <summary>The data classes of <c>@privacy(class:)</c> (docs/architecture.md#schema-conventions).</summary>
+/// <summary>
+/// The data classes of <c>@privacy(class:)</c> (docs/architecture.md#schema-conventions). The schema and the other SDKs
+/// spell them PUBLIC, INTERNAL, …: <see cref="DataClasses.WireName"/> and <see cref="DataClasses.Parse"/> map them.
+/// </summary>
 public enum DataClass
 {
-    /// <summary>Public.</summary>
-    PUBLIC,
-    /// <summary>Internal.</summary>
-    INTERNAL,
-    /// <summary>Personal data.</summary>
-    PERSONAL,
-    /// <summary>Secrets.</summary>
-    SECRET,
-    /// <summary>Biometric data: never leaves the process.</summary>
-    BIOMETRIC,
+    /// <summary>Public (PUBLIC).</summary>
+    Public,
+    /// <summary>Internal (INTERNAL).</summary>
+    Internal,
+    /// <summary>Personal data (PERSONAL).</summary>
+    Personal,
+    /// <summary>Secrets (SECRET).</summary>
+    Secret,
+    /// <summary>Biometric data (BIOMETRIC): never leaves the process.</summary>
+    Biometric,
+}
+
+/// <summary>The schema's names of <see cref="DataClass"/> values (PUBLIC, INTERNAL, PERSONAL, SECRET, BIOMETRIC).</summary>
+public static class DataClasses
+{
+    /// <summary>The name the schema and the other SDKs use, e.g. <c>PERSONAL</c>.</summary>
+    public static string WireName(this DataClass dataClass) => dataClass switch
+    {
+        DataClass.Public => "PUBLIC",
+        DataClass.Internal => "INTERNAL",
+        DataClass.Personal => "PERSONAL",
+        DataClass.Secret => "SECRET",
+        DataClass.Biometric => "BIOMETRIC",
+        _ => throw new ArgumentOutOfRangeException(nameof(dataClass), dataClass, "Not a DataClass."),
+    };
+
+    /// <summary>The class a schema name (<c>PERSONAL</c>) stands for; throws on an unknown name.</summary>
+    public static DataClass Parse(string wireName) => wireName switch
+    {
+        "PUBLIC" => DataClass.Public,
+        "INTERNAL" => DataClass.Internal,
+        "PERSONAL" => DataClass.Personal,
+        "SECRET" => DataClass.Secret,
+        "BIOMETRIC" => DataClass.Biometric,
+        _ => throw new ArgumentException($"Unknown data class \"{wireName}\": expected PUBLIC, INTERNAL, PERSONAL, SECRET or BIOMETRIC.", nameof(wireName)),
+    };
 }
 
 /// <summary>The class of one input path and whether the operation needs it.</summary>
 public sealed record PrivacyRule(DataClass Class, bool Required);
 
-/// <summary>Which classes may leave the process. BIOMETRIC never does, even when listed.</summary>
+/// <summary>Which classes may leave the process. Biometric never does, even when listed.</summary>
 public sealed record PrivacyPolicy(IReadOnlySet<DataClass> Allow)
 {
-    /// <summary>PUBLIC and INTERNAL.</summary>
-    public static PrivacyPolicy Default { get; } = new(new HashSet<DataClass> { DataClass.PUBLIC, DataClass.INTERNAL });
+    /// <summary>Public and Internal.</summary>
+    public static PrivacyPolicy Default { get; } = new(new HashSet<DataClass> { DataClass.Public, DataClass.Internal });
 
     /// <summary>Whether a value of this class may be sent.</summary>
-    public bool Allows(DataClass dataClass) => dataClass != DataClass.BIOMETRIC && Allow.Contains(dataClass);
+    public bool Allows(DataClass dataClass) => dataClass != DataClass.Biometric && Allow.Contains(dataClass);
 }
 
 /// <summary>The gate's result: the filtered variables and the concrete paths it dropped.</summary>
@@ -70,7 +99,7 @@ public static class PrivacyGate
             {
                 if (own.Required)
                 {
-                    refusals.Add(new PrivacyRefusal(path, $"class:{own.Class}"));
+                    refusals.Add(new PrivacyRefusal(path, $"class:{own.Class.WireName()}"));
                     return value.DeepClone();
                 }
                 dropped.Add(path);
@@ -92,7 +121,7 @@ public static class PrivacyGate
                         {
                             var kept = Walk(array[i], $"{path}[{i}]", $"{pattern}[]", rule);
                             // A list element cannot be dropped without shifting the others: it refuses the call.
-                            if (kept is Drop) refusals.Add(new PrivacyRefusal($"{path}[{i}]", $"class:{table[$"{pattern}[]"].Class}"));
+                            if (kept is Drop) refusals.Add(new PrivacyRefusal($"{path}[{i}]", $"class:{table[$"{pattern}[]"].Class.WireName()}"));
                             else output.Add((JsonNode?)kept);
                         }
                         return output;

@@ -109,7 +109,7 @@ public sealed class ClientLoopbackTests
     private static readonly OperationSpec CreateRoom = new(
         "CreateRoom",
         "mutation CreateRoom($input: CreateRoomInput!, $idempotencyKey: ID!) { createRoom(input: $input, idempotencyKey: $idempotencyKey) { room { id } } }",
-        OperationKind.Mutation, true, new Dictionary<string, PrivacyRule> { ["input.name"] = new(DataClass.INTERNAL, true) });
+        OperationKind.Mutation, true, new Dictionary<string, PrivacyRule> { ["input.name"] = new(DataClass.Internal, true) });
 
     [Fact]
     public async Task AMutationIsRetriedWithTheSameKeyAndLogsHoldOnlyMetadata()

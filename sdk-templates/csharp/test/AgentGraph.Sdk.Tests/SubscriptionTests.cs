@@ -160,7 +160,7 @@ public sealed class SubscriptionTests
             Handler = handler,
             TokenProvider = new StaticTokens(),
         });
-        var op = RoomMessages(new Dictionary<string, PrivacyRule> { ["note"] = new(DataClass.INTERNAL, false) });
+        var op = RoomMessages(new Dictionary<string, PrivacyRule> { ["note"] = new(DataClass.Internal, false) });
         var variables = new JsonObject { ["roomId"] = "r1", ["note"] = "use api_key: Zq3xT9vLk2Wm8PbR4nYc7HsJ1dFg6KeUa0VtQi5O for the API" };
         var error = await Assert.ThrowsAsync<PrivacyException>(async () =>
         {

@@ -110,7 +110,7 @@ switch (args[0])
         var options = new AgentGraphClientOptions { BaseUrl = new Uri(args[2]), TokenProvider = manager };
         if (args[4] == "enable")
         {
-            using var sdk = new AgentGraph.Sdk.AgentGraph(options);
+            using var sdk = new AgentGraphSdk(options);
             await sdk.SetRemoteActionsEnabledAsync(true);
             Emit(new JsonObject { ["remoteActions"] = true });
             return 0;
@@ -129,7 +129,7 @@ switch (args[0])
         var (manager, credentials) = await LoadAsync(args[1], args[3], http);
         var intentIssuer = args[4];
         var options = new AgentGraphClientOptions { BaseUrl = new Uri(args[2]), TokenProvider = manager };
-        using var sdk = new AgentGraph.Sdk.AgentGraph(options);
+        using var sdk = new AgentGraphSdk(options);
         await using var replay = new SqliteReplayCache(Path.Combine(args[3], "replay.db"));
         var verifier = new IntentVerifier(new IntentVerifierOptions
         {

@@ -17,12 +17,12 @@ if (args.Length != 5)
 var (baseUrl, file, rooms, perRoom, mode) = (args[0], args[1], args[2].Split(','), int.Parse(args[3], System.Globalization.CultureInfo.InvariantCulture), args[4]);
 var token = (await Console.In.ReadToEndAsync()).Trim();
 
-using var sdk = new global::AgentGraph.Sdk.AgentGraph(new AgentGraphClientOptions
+using var sdk = new AgentGraphSdk(new AgentGraphClientOptions
 {
     BaseUrl = new Uri(baseUrl),
-    TokenProvider = new StaticToken(token),
+    TokenProvider = new StaticTokenProvider(token),
     // Message bodies are PERSONAL (schemas/coordination.graphql); this app's policy allows them to be sent.
-    PrivacyPolicy = new PrivacyPolicy(new HashSet<DataClass> { DataClass.PUBLIC, DataClass.INTERNAL, DataClass.PERSONAL }),
+    PrivacyPolicy = new PrivacyPolicy(new HashSet<DataClass> { DataClass.Public, DataClass.Internal, DataClass.Personal }),
     Retry = new RetrySettings { BaseDelayMs = 20, MaxDelayMs = 500, MaxAttempts = 5, BudgetMs = 30_000 },
     Timeout = TimeSpan.FromSeconds(10),
 });
@@ -60,10 +60,3 @@ await outbox.DrainAsync();
 var dead = (await outbox.DeadLettersAsync()).Count;
 lock (output) Console.WriteLine(JsonSerializer.Serialize(new { done = true, counters = outbox.Counters, dead }));
 return 0;
-
-internal sealed class StaticToken(string token) : ITokenProvider
-{
-    public ValueTask<string> GetTokenAsync(CancellationToken cancellationToken) => ValueTask.FromResult(token);
-
-    public ValueTask<string> RefreshAsync(CancellationToken cancellationToken) => ValueTask.FromResult(token);
-}

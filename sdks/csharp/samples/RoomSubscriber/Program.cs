@@ -1,4 +1,4 @@
-// Follow a room live with the generated C# SDK. `sdk.Client.CreateSubscriptionClient()` streams with the client's own
+// Follow a room live with the generated C# SDK. `sdk.OnRoomMessageAsync(roomId, afterSeq)` streams with the client's own
 // endpoint (<BaseUrl>/stream), HttpClient, headers, privacy gate and token provider, which it asks for a token on
 // every connect and reconnect. It resumes after the last message handled (afterSeq), drops duplicates and reconnects
 // with backoff when a stream breaks. Prints one JSON line per message (with how many times the token was read so
@@ -7,9 +7,7 @@
 //   dotnet RoomSubscriber.dll <baseUrl> <roomId> <count> <token file>
 using System.Globalization;
 using System.Text.Json;
-using System.Text.Json.Nodes;
 using AgentGraph.Sdk;
-using AgentGraph.Sdk.Subscriptions;
 
 if (args.Length != 4)
 {
@@ -19,23 +17,17 @@ if (args.Length != 4)
 var (baseUrl, roomId, count, tokenFile) = (args[0], args[1], long.Parse(args[2], CultureInfo.InvariantCulture), args[3]);
 var tokens = new TokenFile(tokenFile);
 
-using var sdk = new global::AgentGraph.Sdk.AgentGraph(new AgentGraphClientOptions
+using var sdk = new AgentGraphSdk(new AgentGraphClientOptions
 {
     BaseUrl = new Uri(baseUrl),
     TokenProvider = tokens,
     // Message bodies are PERSONAL (schemas/coordination.graphql); this app's policy allows them.
-    PrivacyPolicy = new PrivacyPolicy(new HashSet<DataClass> { DataClass.PUBLIC, DataClass.INTERNAL, DataClass.PERSONAL }),
+    PrivacyPolicy = new PrivacyPolicy(new HashSet<DataClass> { DataClass.Public, DataClass.Internal, DataClass.Personal }),
 });
-var subscriptions = sdk.Client.CreateSubscriptionClient(); // the client's endpoint, token provider, headers, gate
-await foreach (var item in subscriptions.SubscribeAsync(AgentGraphOperations.OnRoomMessage, new JsonObject { ["roomId"] = roomId }, new SubscriptionOptions
+// The generated typed stream: the client's endpoint (<BaseUrl>/stream), token provider, headers and privacy gate.
+await foreach (var item in sdk.OnRoomMessageAsync(roomId, afterSeq: 0)) // 0: from the first message; null: live only
 {
-    CursorVariable = "afterSeq",
-    After = 0, // from the first message; null: live only
-    SeqOf = message => (long)message["seq"]!,
-    Select = data => data["roomMessages"],
-}))
-{
-    Console.WriteLine(JsonSerializer.Serialize(new { seq = item.Seq, body = (string?)item.Event["body"], tokenReads = tokens.Reads }));
+    Console.WriteLine(JsonSerializer.Serialize(new { seq = item.Seq, body = item.Event!.Body, tokenReads = tokens.Reads }));
     if (item.Seq >= count) break; // leaving the loop closes the stream
 }
 return 0;

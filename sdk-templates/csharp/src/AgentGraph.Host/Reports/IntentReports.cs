@@ -67,7 +67,7 @@ public sealed class IntentReportSigner
 /// </summary>
 public sealed class IntentReporter : IDisposable
 {
-    private readonly Sdk.AgentGraph _sdk;
+    private readonly AgentGraphSdk _sdk;
     private readonly IntentReportSigner _signer;
     private readonly PrivacyPolicy _policy;
     private readonly IReadOnlyList<Detector> _detectors;
@@ -79,7 +79,7 @@ public sealed class IntentReporter : IDisposable
         _signer = signer ?? throw new ArgumentNullException(nameof(signer));
         _policy = options.PrivacyPolicy ?? PrivacyPolicy.Default;
         _detectors = options.Detectors ?? Detectors.All;
-        _sdk = new Sdk.AgentGraph(options with { Detectors = [] });
+        _sdk = new AgentGraphSdk(options with { Detectors = [] });
     }
 
     /// <summary>Signs and sends one state change; the server's answer (the intent's new state) or a typed exception.</summary>

@@ -99,9 +99,9 @@ public sealed class InboxStore : IAsyncDisposable
 
     private double Now() => Clock.NowMs(_time);
 
-    private async Task<T> Locked<T>(Func<T> action)
+    private async Task<T> Locked<T>(Func<T> action, CancellationToken cancellationToken)
     {
-        await _gate.WaitAsync().ConfigureAwait(false);
+        await _gate.WaitAsync(cancellationToken).ConfigureAwait(false);
         try
         {
             return action();
@@ -141,14 +141,14 @@ public sealed class InboxStore : IAsyncDisposable
         Query("SELECT * FROM inbox_messages WHERE stream = $1 AND message_id = $2", stream, id)[0];
 
     /// <summary>The stream's resume cursor (null before its first message).</summary>
-    public Task<string?> CursorAsync(string stream) => Locked(() =>
+    public Task<string?> CursorAsync(string stream, CancellationToken cancellationToken = default) => Locked(() =>
     {
         using var cmd = SqliteFiles.Command(_db, "SELECT cursor FROM inbox_streams WHERE stream = $1", stream);
         return cmd.ExecuteScalar() as string;
-    });
+    }, cancellationToken);
 
     /// <summary>Stores a delivered message; "duplicate" when seen before (same id, or seq at or below the last).</summary>
-    public Task<string> ReceiveAsync(IncomingMessage message)
+    public Task<string> ReceiveAsync(IncomingMessage message, CancellationToken cancellationToken = default)
     {
         ArgumentNullException.ThrowIfNull(message);
         if (string.IsNullOrEmpty(message.Stream) || string.IsNullOrEmpty(message.Id))
@@ -180,11 +180,11 @@ public sealed class InboxStore : IAsyncDisposable
                 """, message.Stream, cursor, message.Seq, now);
             tx.Commit();
             return "accepted";
-        });
+        }, cancellationToken);
     }
 
     /// <summary>Leases the oldest available message (quarantining expired-too-often ones first), or null.</summary>
-    public Task<Lease?> LeaseAsync(string? stream = null)
+    public Task<Lease?> LeaseAsync(string? stream = null, CancellationToken cancellationToken = default)
     {
         var token = _newToken();
         var now = Now();
@@ -211,14 +211,14 @@ public sealed class InboxStore : IAsyncDisposable
             tx.Commit();
             var leased = Get(m.Stream, m.Id);
             return new Lease(leased.Stream, leased.Id, leased.Seq, leased.Payload, leased.Attempts, token, leased.LeaseUntil!.Value);
-        });
+        }, cancellationToken);
     }
 
     private static Acknowledgement AcknowledgementOf(InboxMessage m) => new(
         m.Stream, m.Id, m.Seq, m.State.ToString(), m.State == InboxState.QUARANTINED ? m.LastError : null, m.SettledAt ?? m.ReceivedAt);
 
     /// <summary>The handler succeeded: PROCESSED. Throws LeaseLostException if the lease was lost.</summary>
-    public Task<Acknowledgement> CompleteAsync(Lease lease)
+    public Task<Acknowledgement> CompleteAsync(Lease lease, CancellationToken cancellationToken = default)
     {
         ArgumentNullException.ThrowIfNull(lease);
         var now = Now();
@@ -229,11 +229,11 @@ public sealed class InboxStore : IAsyncDisposable
                 now, lease.Stream, lease.Id, lease.Token);
             if (changed == 0) throw new LeaseLostException(lease.Stream, lease.Id);
             return AcknowledgementOf(Get(lease.Stream, lease.Id));
-        });
+        }, cancellationToken);
     }
 
     /// <summary>The handler failed: available again, or QUARANTINED at the last attempt.</summary>
-    public Task<FailResult> FailAsync(Lease lease, OutboxErrorInfo error)
+    public Task<FailResult> FailAsync(Lease lease, OutboxErrorInfo error, CancellationToken cancellationToken = default)
     {
         ArgumentNullException.ThrowIfNull(lease);
         ArgumentNullException.ThrowIfNull(error);
@@ -253,16 +253,16 @@ public sealed class InboxStore : IAsyncDisposable
             return quarantine
                 ? new FailResult("QUARANTINED", lease.Attempt, now, AcknowledgementOf(Get(lease.Stream, lease.Id)))
                 : new FailResult("RETRY", lease.Attempt, availableAt, null);
-        });
+        }, cancellationToken);
     }
 
     /// <summary>Acknowledgements not yet confirmed delivered, oldest first.</summary>
-    public Task<IReadOnlyList<Acknowledgement>> PendingAcknowledgementsAsync() => Locked<IReadOnlyList<Acknowledgement>>(() =>
+    public Task<IReadOnlyList<Acknowledgement>> PendingAcknowledgementsAsync(CancellationToken cancellationToken = default) => Locked<IReadOnlyList<Acknowledgement>>(() =>
         Query("SELECT * FROM inbox_messages WHERE state IN ('PROCESSED', 'QUARANTINED') AND acknowledged_at IS NULL ORDER BY position")
-            .Select(AcknowledgementOf).ToList());
+            .Select(AcknowledgementOf).ToList(), cancellationToken);
 
     /// <summary>The app delivered this acknowledgement to the server.</summary>
-    public Task AcknowledgedAsync(string stream, string id)
+    public Task AcknowledgedAsync(string stream, string id, CancellationToken cancellationToken = default)
     {
         var now = Now();
         return Locked(() =>
@@ -272,12 +272,12 @@ public sealed class InboxStore : IAsyncDisposable
                 now, stream, id);
             if (changed == 0) throw new InvalidOperationException($"Inbox message {stream}/{id} is not settled (PROCESSED or QUARANTINED): nothing to acknowledge.");
             return true;
-        });
+        }, cancellationToken);
     }
 
     /// <summary>Every stored message in receive order.</summary>
-    public Task<IReadOnlyList<InboxMessage>> ListAsync() =>
-        Locked<IReadOnlyList<InboxMessage>>(() => Query("SELECT * FROM inbox_messages ORDER BY position"));
+    public Task<IReadOnlyList<InboxMessage>> ListAsync(CancellationToken cancellationToken = default) =>
+        Locked<IReadOnlyList<InboxMessage>>(() => Query("SELECT * FROM inbox_messages ORDER BY position"), cancellationToken);
 
     /// <inheritdoc/>
     public async ValueTask DisposeAsync()

@@ -25,7 +25,7 @@ public sealed class IntentVerificationException(string reason, string message, s
 public interface IReplayCache
 {
     /// <summary>Records <paramref name="jti"/> until <paramref name="keepUntil"/> and returns true, or false for a replay.</summary>
-    ValueTask<bool> RememberAsync(string jti, double keepUntil, double now);
+    ValueTask<bool> RememberAsync(string jti, double keepUntil, double now, CancellationToken cancellationToken = default);
 }
 
 /// <summary>An in-memory replay cache (tests; a process that must survive restarts needs a persistent one).</summary>
@@ -34,8 +34,9 @@ public sealed class MemoryReplayCache : IReplayCache
     private readonly Dictionary<string, double> _seen = new(StringComparer.Ordinal);
 
     /// <inheritdoc/>
-    public ValueTask<bool> RememberAsync(string jti, double keepUntil, double now)
+    public ValueTask<bool> RememberAsync(string jti, double keepUntil, double now, CancellationToken cancellationToken = default)
     {
+        cancellationToken.ThrowIfCancellationRequested();
         lock (_seen)
         {
             foreach (var key in _seen.Where(p => p.Value <= now).Select(p => p.Key).ToList()) _seen.Remove(key);

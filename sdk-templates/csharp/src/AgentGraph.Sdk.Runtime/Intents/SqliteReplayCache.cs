@@ -20,9 +20,9 @@ public sealed class SqliteReplayCache : IReplayCache, IAsyncDisposable
     }
 
     /// <inheritdoc/>
-    public async ValueTask<bool> RememberAsync(string jti, double keepUntil, double now)
+    public async ValueTask<bool> RememberAsync(string jti, double keepUntil, double now, CancellationToken cancellationToken = default)
     {
-        await _gate.WaitAsync().ConfigureAwait(false);
+        await _gate.WaitAsync(cancellationToken).ConfigureAwait(false);
         try
         {
             using var tx = _db.BeginTransaction();

@@ -105,17 +105,17 @@ public sealed class OutboxWorker : IAsyncDisposable
         (attempt, failure) => Math.Max(Math.Min(maxMs, baseMs * Math.Pow(2, Math.Max(0, attempt - 1))), failure.RetryAfterMs ?? 0);
 
     /// <summary>Opens an outbox on a store: crash recovery (SENDING → QUEUED, same key), then expiry.</summary>
-    public static async Task<OutboxWorker> OpenAsync(OutboxOptions options)
+    public static async Task<OutboxWorker> OpenAsync(OutboxOptions options, CancellationToken cancellationToken = default)
     {
         ArgumentNullException.ThrowIfNull(options);
         var outbox = new OutboxWorker(options);
         var now = outbox.Now();
-        outbox.Recovered = await options.Store.RecoverAsync(now).ConfigureAwait(false);
+        outbox.Recovered = await options.Store.RecoverAsync(now, cancellationToken).ConfigureAwait(false);
         await outbox.ExpireDueAsync(now).ConfigureAwait(false);
         if (options.MaxPending is { } max)
         {
             if (max < 1) throw new ArgumentException("Outbox: MaxPending must be a positive integer.", nameof(options));
-            var pending = (await options.Store.ListAsync([OutboxState.QUEUED, OutboxState.SENDING, OutboxState.RETRYABLE]).ConfigureAwait(false)).Count;
+            var pending = (await options.Store.ListAsync([OutboxState.QUEUED, OutboxState.SENDING, OutboxState.RETRYABLE], cancellationToken).ConfigureAwait(false)).Count;
             outbox._capacity = new SemaphoreSlim(Math.Max(0, max - pending), int.MaxValue);
         }
         return outbox;
@@ -145,7 +145,7 @@ public sealed class OutboxWorker : IAsyncDisposable
             if (string.IsNullOrEmpty(input.Operation)) throw new ArgumentException("Outbox.Enqueue: operation must be a non-empty string.", nameof(input));
             var key = input.IdempotencyKey ?? _newKey();
             var now = Now();
-            entry = await _o.Store.AddAsync(_newId(), input.Room, input.Operation, (JsonObject?)input.Variables?.DeepClone() ?? [], key, now, now + _o.TtlMs).ConfigureAwait(false);
+            entry = await _o.Store.AddAsync(_newId(), input.Room, input.Operation, (JsonObject?)input.Variables?.DeepClone() ?? [], key, now, now + _o.TtlMs, cancellationToken).ConfigureAwait(false);
         }
         catch
         {
@@ -181,8 +181,12 @@ public sealed class OutboxWorker : IAsyncDisposable
         _running = LoopAsync(true, CancellationToken.None);
     }
 
-    /// <summary>Stops the worker; with <paramref name="abort"/>, in-flight sends are cancelled and requeued.</summary>
-    public async Task StopAsync(bool abort = false)
+    /// <summary>
+    /// Stops the worker; with <paramref name="abort"/>, in-flight sends are cancelled and requeued. The token stops the
+    /// waiting for in-flight sends (OperationCanceledException): the worker is already told to stop, and entries still
+    /// sending are put back to QUEUED with their key by the next open (crash recovery).
+    /// </summary>
+    public async Task StopAsync(bool abort = false, CancellationToken cancellationToken = default)
     {
         _stopping = true;
         if (abort) await _stopSends.CancelAsync().ConfigureAwait(false);
@@ -191,20 +195,22 @@ public sealed class OutboxWorker : IAsyncDisposable
         _running = null;
         try
         {
-            await Task.WhenAll(_inFlight.Values).ConfigureAwait(false);
+            await Task.WhenAll(_inFlight.Values).WaitAsync(cancellationToken).ConfigureAwait(false);
         }
-        catch (Exception)
+        catch (Exception error) when (error is not OperationCanceledException || !cancellationToken.IsCancellationRequested)
         {
             // recorded per entry
         }
-        if (running is not null) await running.ConfigureAwait(false);
+        if (running is not null) await running.WaitAsync(cancellationToken).ConfigureAwait(false);
     }
 
     /// <summary>Entries in enqueue order.</summary>
-    public Task<IReadOnlyList<OutboxEntry>> ListAsync(IReadOnlyCollection<OutboxState>? states = null) => _o.Store.ListAsync(states);
+    public Task<IReadOnlyList<OutboxEntry>> ListAsync(IReadOnlyCollection<OutboxState>? states = null, CancellationToken cancellationToken = default) =>
+        _o.Store.ListAsync(states, cancellationToken);
 
     /// <summary>POISON and EXPIRED entries.</summary>
-    public Task<IReadOnlyList<OutboxEntry>> DeadLettersAsync() => _o.Store.ListAsync([OutboxState.POISON, OutboxState.EXPIRED]);
+    public Task<IReadOnlyList<OutboxEntry>> DeadLettersAsync(CancellationToken cancellationToken = default) =>
+        _o.Store.ListAsync([OutboxState.POISON, OutboxState.EXPIRED], cancellationToken);
 
     /// <summary>
     /// The dead-letter list as JSON in the TypeScript SDK's shape (camelCase keys, times as ISO 8601, with
@@ -213,8 +219,7 @@ public sealed class OutboxWorker : IAsyncDisposable
     /// </summary>
     public async Task<string> ExportDeadLettersAsync(bool includeExpired = true, CancellationToken cancellationToken = default)
     {
-        cancellationToken.ThrowIfCancellationRequested();
-        var entries = await _o.Store.ListAsync(includeExpired ? [OutboxState.POISON, OutboxState.EXPIRED] : [OutboxState.POISON]).ConfigureAwait(false);
+        var entries = await _o.Store.ListAsync(includeExpired ? [OutboxState.POISON, OutboxState.EXPIRED] : [OutboxState.POISON], cancellationToken).ConfigureAwait(false);
         static string Iso(double ms) => DateTimeOffset.FromUnixTimeMilliseconds((long)ms).UtcDateTime.ToString("yyyy-MM-dd'T'HH:mm:ss.fff'Z'", System.Globalization.CultureInfo.InvariantCulture);
         var list = new JsonArray();
         foreach (var e in entries)
@@ -233,10 +238,10 @@ public sealed class OutboxWorker : IAsyncDisposable
     }
 
     /// <summary>Puts a POISON or EXPIRED entry back in its room's line (same key, fresh TTL, FailedDeliveries 0).</summary>
-    public async Task<OutboxEntry> ReviveAsync(string id)
+    public async Task<OutboxEntry> ReviveAsync(string id, CancellationToken cancellationToken = default)
     {
         var now = Now();
-        var entry = await _o.Store.ReviveAsync(id, now, now + _o.TtlMs).ConfigureAwait(false);
+        var entry = await _o.Store.ReviveAsync(id, now, now + _o.TtlMs, cancellationToken).ConfigureAwait(false);
         Wake();
         return entry;
     }

@@ -73,31 +73,34 @@ public sealed class OutboxStateException(string id, string wanted, OutboxState? 
         ? $"Outbox entry {id} does not exist (wanted: {wanted})."
         : $"Outbox entry {id} is {actual}; {wanted} is not allowed from there.");
 
-/// <summary>Durable storage of entries: every method is one transaction guarded by the allowed source states.</summary>
+/// <summary>
+/// Durable storage of entries: every method is one transaction guarded by the allowed source states. The token cancels
+/// waiting for the store; a write that started completes (the worker passes none for its state changes).
+/// </summary>
 public interface IOutboxStore : IAsyncDisposable
 {
     /// <summary>Adds a QUEUED entry.</summary>
-    Task<OutboxEntry> AddAsync(string id, string room, string operation, JsonObject variables, string key, double createdAt, double expiresAt);
+    Task<OutboxEntry> AddAsync(string id, string room, string operation, JsonObject variables, string key, double createdAt, double expiresAt, CancellationToken cancellationToken = default);
     /// <summary>Entries in enqueue order, optionally of some states.</summary>
-    Task<IReadOnlyList<OutboxEntry>> ListAsync(IReadOnlyCollection<OutboxState>? states = null);
+    Task<IReadOnlyList<OutboxEntry>> ListAsync(IReadOnlyCollection<OutboxState>? states = null, CancellationToken cancellationToken = default);
     /// <summary>The head (oldest pending entry) of every room, in enqueue order.</summary>
-    Task<IReadOnlyList<OutboxEntry>> HeadsAsync();
+    Task<IReadOnlyList<OutboxEntry>> HeadsAsync(CancellationToken cancellationToken = default);
     /// <summary>Crash recovery: SENDING → QUEUED (key unchanged). Returns how many.</summary>
-    Task<int> RecoverAsync(double now);
+    Task<int> RecoverAsync(double now, CancellationToken cancellationToken = default);
     /// <summary>QUEUED/RETRYABLE past expiresAt → EXPIRED.</summary>
-    Task<IReadOnlyList<OutboxEntry>> ExpireAsync(double now);
+    Task<IReadOnlyList<OutboxEntry>> ExpireAsync(double now, CancellationToken cancellationToken = default);
     /// <summary>QUEUED/RETRYABLE → SENDING, attempts + 1.</summary>
-    Task<OutboxEntry> MarkSendingAsync(string id, double now);
+    Task<OutboxEntry> MarkSendingAsync(string id, double now, CancellationToken cancellationToken = default);
     /// <summary>SENDING → SENT.</summary>
-    Task<OutboxEntry> MarkSentAsync(string id, double now);
+    Task<OutboxEntry> MarkSentAsync(string id, double now, CancellationToken cancellationToken = default);
     /// <summary>SENDING → RETRYABLE; with <paramref name="failedDelivery"/>, FailedDeliveries + 1.</summary>
-    Task<OutboxEntry> MarkRetryableAsync(string id, double now, double nextAttemptAt, OutboxErrorInfo error, bool failedDelivery = false);
+    Task<OutboxEntry> MarkRetryableAsync(string id, double now, double nextAttemptAt, OutboxErrorInfo error, bool failedDelivery = false, CancellationToken cancellationToken = default);
     /// <summary>SENDING → POISON; with <paramref name="failedDelivery"/>, FailedDeliveries + 1.</summary>
-    Task<OutboxEntry> MarkPoisonAsync(string id, double now, OutboxErrorInfo error, bool failedDelivery = false);
+    Task<OutboxEntry> MarkPoisonAsync(string id, double now, OutboxErrorInfo error, bool failedDelivery = false, CancellationToken cancellationToken = default);
     /// <summary>QUEUED/RETRYABLE → EXPIRED with a reason.</summary>
-    Task<OutboxEntry> MarkExpiredAsync(string id, double now, OutboxErrorInfo error);
+    Task<OutboxEntry> MarkExpiredAsync(string id, double now, OutboxErrorInfo error, CancellationToken cancellationToken = default);
     /// <summary>SENDING → QUEUED (stopped by the outbox itself).</summary>
-    Task<OutboxEntry> RequeueAsync(string id, double now);
+    Task<OutboxEntry> RequeueAsync(string id, double now, CancellationToken cancellationToken = default);
     /// <summary>POISON/EXPIRED → QUEUED with a fresh TTL and FailedDeliveries 0.</summary>
-    Task<OutboxEntry> ReviveAsync(string id, double now, double expiresAt);
+    Task<OutboxEntry> ReviveAsync(string id, double now, double expiresAt, CancellationToken cancellationToken = default);
 }

@@ -83,9 +83,9 @@ public sealed class SqliteOutboxStore : IOutboxStore
         FirstAttemptAt = r.IsDBNull(r.GetOrdinal("first_attempt_at")) ? null : r.GetDouble(r.GetOrdinal("first_attempt_at")),
     };
 
-    private async Task<T> Locked<T>(Func<T> action)
+    private async Task<T> Locked<T>(Func<T> action, CancellationToken cancellationToken)
     {
-        await _gate.WaitAsync().ConfigureAwait(false);
+        await _gate.WaitAsync(cancellationToken).ConfigureAwait(false);
         try
         {
             return action();
@@ -106,7 +106,7 @@ public sealed class SqliteOutboxStore : IOutboxStore
     }
 
     /// <inheritdoc/>
-    public Task<OutboxEntry> AddAsync(string id, string room, string operation, JsonObject variables, string key, double createdAt, double expiresAt) =>
+    public Task<OutboxEntry> AddAsync(string id, string room, string operation, JsonObject variables, string key, double createdAt, double expiresAt, CancellationToken cancellationToken = default) =>
         Locked(() =>
         {
             NonQuery(
@@ -115,7 +115,7 @@ public sealed class SqliteOutboxStore : IOutboxStore
                 VALUES ($1, $2, $3, $4, $5, 'QUEUED', $6, $6, $7)
                 """, id, room, operation, variables.ToJsonString(), key, createdAt, expiresAt);
             return Query("SELECT * FROM outbox_entries WHERE id = $1", id)[0];
-        });
+        }, cancellationToken);
 
     // Changes run as plain statements (ExecuteNonQuery) and are read back with a SELECT: an UPDATE ... RETURNING
     // read through SqliteDataReader was seen to publish its change late, so RETURNING is not used.
@@ -126,29 +126,29 @@ public sealed class SqliteOutboxStore : IOutboxStore
     }
 
     /// <inheritdoc/>
-    public Task<IReadOnlyList<OutboxEntry>> ListAsync(IReadOnlyCollection<OutboxState>? states = null) =>
+    public Task<IReadOnlyList<OutboxEntry>> ListAsync(IReadOnlyCollection<OutboxState>? states = null, CancellationToken cancellationToken = default) =>
         Locked<IReadOnlyList<OutboxEntry>>(() => states is null
             ? Query("SELECT * FROM outbox_entries ORDER BY seq")
-            : Query($"SELECT * FROM outbox_entries WHERE state IN ({string.Join(", ", states.Select(s => $"'{s}'"))}) ORDER BY seq"));
+            : Query($"SELECT * FROM outbox_entries WHERE state IN ({string.Join(", ", states.Select(s => $"'{s}'"))}) ORDER BY seq"), cancellationToken);
 
     /// <inheritdoc/>
-    public Task<IReadOnlyList<OutboxEntry>> HeadsAsync() => Locked<IReadOnlyList<OutboxEntry>>(() => Query(
+    public Task<IReadOnlyList<OutboxEntry>> HeadsAsync(CancellationToken cancellationToken = default) => Locked<IReadOnlyList<OutboxEntry>>(() => Query(
         """
         SELECT e.* FROM outbox_entries e
           JOIN (SELECT MIN(seq) AS seq FROM outbox_entries WHERE state IN ('QUEUED', 'SENDING', 'RETRYABLE') GROUP BY room) h
             ON e.seq = h.seq
           ORDER BY e.seq
-        """));
+        """), cancellationToken);
 
     /// <inheritdoc/>
-    public Task<int> RecoverAsync(double now) => Locked(() =>
+    public Task<int> RecoverAsync(double now, CancellationToken cancellationToken = default) => Locked(() =>
     {
         using var cmd = SqliteFiles.Command(_db, "UPDATE outbox_entries SET state = 'QUEUED', updated_at = $1 WHERE state = 'SENDING'", now);
         return cmd.ExecuteNonQuery();
-    });
+    }, cancellationToken);
 
     /// <inheritdoc/>
-    public Task<IReadOnlyList<OutboxEntry>> ExpireAsync(double now) => Locked<IReadOnlyList<OutboxEntry>>(() =>
+    public Task<IReadOnlyList<OutboxEntry>> ExpireAsync(double now, CancellationToken cancellationToken = default) => Locked<IReadOnlyList<OutboxEntry>>(() =>
     {
         var due = Query("SELECT * FROM outbox_entries WHERE state IN ('QUEUED', 'RETRYABLE') AND expires_at <= $1 ORDER BY seq", now);
         if (due.Count == 0) return due;
@@ -157,9 +157,9 @@ public sealed class SqliteOutboxStore : IOutboxStore
             NonQuery("UPDATE outbox_entries SET state = 'EXPIRED', next_attempt_at = NULL, updated_at = $1 WHERE id = $2 AND state IN ('QUEUED', 'RETRYABLE')", now, e.Id);
         tx.Commit();
         return due.Select(e => Query("SELECT * FROM outbox_entries WHERE id = $1", e.Id)[0]).ToList();
-    });
+    }, cancellationToken);
 
-    private Task<OutboxEntry> Move(string id, string[] from, OutboxState to, string set, double now, params object?[] args) => Locked(() =>
+    private Task<OutboxEntry> Move(CancellationToken cancellationToken, string id, string[] from, OutboxState to, string set, double now, params object?[] args) => Locked(() =>
     {
         var all = new List<object?> { to.ToString(), now, id };
         all.AddRange(args);
@@ -170,35 +170,35 @@ public sealed class SqliteOutboxStore : IOutboxStore
         using var cmd = SqliteFiles.Command(_db, "SELECT state FROM outbox_entries WHERE id = $1", id);
         var actual = cmd.ExecuteScalar() as string;
         throw new OutboxStateException(id, $"{string.Join("/", from)} → {to}", actual is null ? null : Enum.Parse<OutboxState>(actual));
-    });
+    }, cancellationToken);
 
     /// <inheritdoc/>
-    public Task<OutboxEntry> MarkSendingAsync(string id, double now) =>
-        Move(id, ["QUEUED", "RETRYABLE"], OutboxState.SENDING, "attempts = attempts + 1, next_attempt_at = NULL, first_attempt_at = COALESCE(first_attempt_at, $2)", now);
+    public Task<OutboxEntry> MarkSendingAsync(string id, double now, CancellationToken cancellationToken = default) =>
+        Move(cancellationToken, id, ["QUEUED", "RETRYABLE"], OutboxState.SENDING, "attempts = attempts + 1, next_attempt_at = NULL, first_attempt_at = COALESCE(first_attempt_at, $2)", now);
 
     /// <inheritdoc/>
-    public Task<OutboxEntry> MarkSentAsync(string id, double now) =>
-        Move(id, ["SENDING"], OutboxState.SENT, "last_error_code = NULL, last_error_message = NULL", now);
+    public Task<OutboxEntry> MarkSentAsync(string id, double now, CancellationToken cancellationToken = default) =>
+        Move(cancellationToken, id, ["SENDING"], OutboxState.SENT, "last_error_code = NULL, last_error_message = NULL", now);
 
     /// <inheritdoc/>
-    public Task<OutboxEntry> MarkRetryableAsync(string id, double now, double nextAttemptAt, OutboxErrorInfo error, bool failedDelivery = false) =>
-        Move(id, ["SENDING"], OutboxState.RETRYABLE, "next_attempt_at = $4, last_error_code = $5, last_error_message = $6, failed_deliveries = failed_deliveries + $7", now, nextAttemptAt, error.Code, error.Message, failedDelivery ? 1 : 0);
+    public Task<OutboxEntry> MarkRetryableAsync(string id, double now, double nextAttemptAt, OutboxErrorInfo error, bool failedDelivery = false, CancellationToken cancellationToken = default) =>
+        Move(cancellationToken, id, ["SENDING"], OutboxState.RETRYABLE, "next_attempt_at = $4, last_error_code = $5, last_error_message = $6, failed_deliveries = failed_deliveries + $7", now, nextAttemptAt, error.Code, error.Message, failedDelivery ? 1 : 0);
 
     /// <inheritdoc/>
-    public Task<OutboxEntry> MarkPoisonAsync(string id, double now, OutboxErrorInfo error, bool failedDelivery = false) =>
-        Move(id, ["SENDING"], OutboxState.POISON, "last_error_code = $4, last_error_message = $5, failed_deliveries = failed_deliveries + $6", now, error.Code, error.Message, failedDelivery ? 1 : 0);
+    public Task<OutboxEntry> MarkPoisonAsync(string id, double now, OutboxErrorInfo error, bool failedDelivery = false, CancellationToken cancellationToken = default) =>
+        Move(cancellationToken, id, ["SENDING"], OutboxState.POISON, "last_error_code = $4, last_error_message = $5, failed_deliveries = failed_deliveries + $6", now, error.Code, error.Message, failedDelivery ? 1 : 0);
 
     /// <inheritdoc/>
-    public Task<OutboxEntry> MarkExpiredAsync(string id, double now, OutboxErrorInfo error) =>
-        Move(id, ["QUEUED", "RETRYABLE"], OutboxState.EXPIRED, "next_attempt_at = NULL, last_error_code = $4, last_error_message = $5", now, error.Code, error.Message);
+    public Task<OutboxEntry> MarkExpiredAsync(string id, double now, OutboxErrorInfo error, CancellationToken cancellationToken = default) =>
+        Move(cancellationToken, id, ["QUEUED", "RETRYABLE"], OutboxState.EXPIRED, "next_attempt_at = NULL, last_error_code = $4, last_error_message = $5", now, error.Code, error.Message);
 
     /// <inheritdoc/>
-    public Task<OutboxEntry> RequeueAsync(string id, double now) =>
-        Move(id, ["SENDING"], OutboxState.QUEUED, "next_attempt_at = NULL", now);
+    public Task<OutboxEntry> RequeueAsync(string id, double now, CancellationToken cancellationToken = default) =>
+        Move(cancellationToken, id, ["SENDING"], OutboxState.QUEUED, "next_attempt_at = NULL", now);
 
     /// <inheritdoc/>
-    public Task<OutboxEntry> ReviveAsync(string id, double now, double expiresAt) =>
-        Move(id, ["POISON", "EXPIRED"], OutboxState.QUEUED, "next_attempt_at = NULL, last_error_code = NULL, last_error_message = NULL, failed_deliveries = 0, expires_at = $4", now, expiresAt);
+    public Task<OutboxEntry> ReviveAsync(string id, double now, double expiresAt, CancellationToken cancellationToken = default) =>
+        Move(cancellationToken, id, ["POISON", "EXPIRED"], OutboxState.QUEUED, "next_attempt_at = NULL, last_error_code = NULL, last_error_message = NULL, failed_deliveries = 0, expires_at = $4", now, expiresAt);
 
     /// <inheritdoc/>
     public async ValueTask DisposeAsync()

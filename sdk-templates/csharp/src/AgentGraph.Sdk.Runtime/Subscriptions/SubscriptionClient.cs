@@ -31,6 +31,13 @@ public sealed record SubscriptionOptions
 /// <param name="Error">Why it was rejected.</param>
 public sealed record SubscriptionItem(string Type, long Seq, JsonNode Event, AgentGraphException? Error);
 
+/// <summary>One typed item of a subscription (<see cref="SubscriptionClient.SubscribeAsync{T}"/>).</summary>
+/// <param name="Type"><c>event</c> or <c>rejected</c>.</param>
+/// <param name="Seq">Its sequence.</param>
+/// <param name="Event">The event as <typeparamref name="T"/> (default for a rejected item).</param>
+/// <param name="Error">Why it was rejected (verification failed).</param>
+public sealed record SubscriptionItem<T>(string Type, long Seq, T? Event, AgentGraphException? Error);
+
 /// <summary>
 /// graphql-sse subscriptions (distinct connections, PROTOCOL.md) on <see cref="SseParser"/>: POST the operation to
 /// <c>&lt;BaseUrl&gt;/stream</c> with <c>Accept: text/event-stream</c> and the bearer token; each drop (end,
@@ -49,6 +56,18 @@ public sealed class SubscriptionClient(AgentGraphClient client, ITokenProvider? 
 
     /// <summary>The stream URL: the GraphQL endpoint + <c>/stream</c>.</summary>
     public Uri StreamUrl { get; } = new(client.BaseUrl.ToString().TrimEnd('/') + "/stream");
+
+    /// <summary>
+    /// <see cref="SubscribeAsync(OperationSpec, JsonObject?, SubscriptionOptions, CancellationToken)"/> with each event
+    /// deserialized as <typeparamref name="T"/> (the generated event records, with the generated code's JSON options).
+    /// </summary>
+    public async IAsyncEnumerable<SubscriptionItem<T>> SubscribeAsync<T>(
+        OperationSpec op, JsonObject? variables, SubscriptionOptions options, JsonSerializerOptions? json = null,
+        [EnumeratorCancellation] CancellationToken cancellationToken = default)
+    {
+        await foreach (var item in SubscribeAsync(op, variables, options, cancellationToken).ConfigureAwait(false))
+            yield return new SubscriptionItem<T>(item.Type, item.Seq, item.Type == "event" ? item.Event.Deserialize<T>(json) : default, item.Error);
+    }
 
     /// <summary>Streams an operation's events until cancelled or refused.</summary>
     public async IAsyncEnumerable<SubscriptionItem> SubscribeAsync(

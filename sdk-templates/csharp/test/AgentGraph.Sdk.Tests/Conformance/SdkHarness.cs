@@ -62,7 +62,7 @@ internal sealed class SdkHarness
         }
         PrivacyPolicy? policy = null;
         if (config["privacyPolicy"] is JsonObject p)
-            policy = new PrivacyPolicy((p["allow"] as JsonArray ?? []).Select(c => Enum.Parse<DataClass>(Json.Str(c)!)).ToHashSet());
+            policy = new PrivacyPolicy((p["allow"] as JsonArray ?? []).Select(c => DataClasses.Parse(Json.Str(c)!)).ToHashSet());
         var client = new AgentGraphClient(new AgentGraphClientOptions
         {
             BaseUrl = new Uri(Json.Str(config["baseUrl"]) ?? DefaultBaseUrl),
@@ -107,7 +107,7 @@ internal sealed class SdkHarness
     {
         var privacy = new Dictionary<string, PrivacyRule>();
         foreach (var (path, rule) in op["privacy"] as JsonObject ?? [])
-            privacy[path] = new PrivacyRule(Enum.Parse<DataClass>(Json.Str(rule!["class"])!), Json.Bool(rule["required"]) == true);
+            privacy[path] = new PrivacyRule(DataClasses.Parse(Json.Str(rule!["class"])!), Json.Bool(rule["required"]) == true);
         var kind = Json.Str(op["kind"]) switch
         {
             "query" => OperationKind.Query,

@@ -82,4 +82,31 @@ public sealed class OutboxWorkerTests
         }));
         Assert.Contains("MaxFailedDeliveries must be at least 1", error.Message, StringComparison.Ordinal);
     }
+
+    [Fact]
+    public async Task StopAsyncStopsWaitingForAHangingSendWhenItsTokenIsCancelled()
+    {
+        var dir = Directory.CreateTempSubdirectory("outbox-stop-");
+        var started = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
+        var store = SqliteOutboxStore.Open(Path.Combine(dir.FullName, "o.db"));
+        var outbox = await OutboxWorker.OpenAsync(new OutboxOptions
+        {
+            Store = store,
+            TimeProvider = new FakeTimeProvider(),
+            Send = (_, _) =>
+            {
+                started.TrySetResult();
+                return new TaskCompletionSource().Task; // never settles, and ignores its token
+            },
+        });
+        outbox.Start();
+        await outbox.EnqueueAsync(new EnqueueInput("A", "PostMessage", IdempotencyKey: "k1"));
+        await started.Task.WaitAsync(TimeSpan.FromSeconds(10));
+        using var cancel = new CancellationTokenSource(TimeSpan.FromMilliseconds(100));
+        await Assert.ThrowsAnyAsync<OperationCanceledException>(() => outbox.StopAsync(cancellationToken: cancel.Token));
+        var sending = Assert.Single(await outbox.ListAsync([OutboxState.SENDING], CancellationToken.None));
+        Assert.Equal("k1", sending.IdempotencyKey); // still SENDING: the next open puts it back to QUEUED with its key
+        await store.DisposeAsync(); // the hanging send is abandoned, as after a crash
+        dir.Delete(true);
+    }
 }

@@ -23,7 +23,7 @@ public static class AgentGraphOperations
         true,
         new Dictionary<string, PrivacyRule>
         {
-            ["reason"] = new(DataClass.PERSONAL, false),
+            ["reason"] = new(DataClass.Personal, false),
         });
 
     /// <summary>
@@ -38,8 +38,8 @@ public static class AgentGraphOperations
         true,
         new Dictionary<string, PrivacyRule>
         {
-            ["input.email"] = new(DataClass.PERSONAL, true),
-            ["input.role"] = new(DataClass.INTERNAL, true),
+            ["input.email"] = new(DataClass.Personal, true),
+            ["input.role"] = new(DataClass.Internal, true),
         });
 
     /// <summary>
@@ -88,7 +88,7 @@ public static class AgentGraphOperations
         true,
         new Dictionary<string, PrivacyRule>
         {
-            ["reason"] = new(DataClass.INTERNAL, true),
+            ["reason"] = new(DataClass.Internal, true),
         });
 
     /// <summary>
@@ -103,7 +103,7 @@ public static class AgentGraphOperations
         true,
         new Dictionary<string, PrivacyRule>
         {
-            ["userCode"] = new(DataClass.INTERNAL, true),
+            ["userCode"] = new(DataClass.Internal, true),
         });
 
     /// <summary>
@@ -153,8 +153,8 @@ public static class AgentGraphOperations
         true,
         new Dictionary<string, PrivacyRule>
         {
-            ["role"] = new(DataClass.INTERNAL, true),
-            ["userId"] = new(DataClass.INTERNAL, true),
+            ["role"] = new(DataClass.Internal, true),
+            ["userId"] = new(DataClass.Internal, true),
         });
 
     /// <summary>
@@ -170,11 +170,11 @@ public static class AgentGraphOperations
         true,
         new Dictionary<string, PrivacyRule>
         {
-            ["input.action"] = new(DataClass.INTERNAL, true),
-            ["input.deviceId"] = new(DataClass.INTERNAL, true),
-            ["input.executionTimeoutSeconds"] = new(DataClass.PUBLIC, false),
-            ["input.expiresInSeconds"] = new(DataClass.PUBLIC, true),
-            ["input.params"] = new(DataClass.PERSONAL, false),
+            ["input.action"] = new(DataClass.Internal, true),
+            ["input.deviceId"] = new(DataClass.Internal, true),
+            ["input.executionTimeoutSeconds"] = new(DataClass.Public, false),
+            ["input.expiresInSeconds"] = new(DataClass.Public, true),
+            ["input.params"] = new(DataClass.Personal, false),
         });
 
     /// <summary>
@@ -187,9 +187,9 @@ public static class AgentGraphOperations
         true,
         new Dictionary<string, PrivacyRule>
         {
-            ["input.description"] = new(DataClass.PUBLIC, false),
-            ["input.displayName"] = new(DataClass.PUBLIC, true),
-            ["input.name"] = new(DataClass.PUBLIC, true),
+            ["input.description"] = new(DataClass.Public, false),
+            ["input.displayName"] = new(DataClass.Public, true),
+            ["input.name"] = new(DataClass.Public, true),
         });
 
     /// <summary>
@@ -203,7 +203,7 @@ public static class AgentGraphOperations
         true,
         new Dictionary<string, PrivacyRule>
         {
-            ["input.name"] = new(DataClass.INTERNAL, true),
+            ["input.name"] = new(DataClass.Internal, true),
         });
 
     /// <summary>
@@ -218,9 +218,9 @@ public static class AgentGraphOperations
         true,
         new Dictionary<string, PrivacyRule>
         {
-            ["input.embeddingDimensions"] = new(DataClass.INTERNAL, false),
-            ["input.name"] = new(DataClass.INTERNAL, true),
-            ["input.secretPolicy"] = new(DataClass.INTERNAL, false),
+            ["input.embeddingDimensions"] = new(DataClass.Internal, false),
+            ["input.name"] = new(DataClass.Internal, true),
+            ["input.secretPolicy"] = new(DataClass.Internal, false),
         });
 
     /// <summary>
@@ -234,7 +234,7 @@ public static class AgentGraphOperations
         true,
         new Dictionary<string, PrivacyRule>
         {
-            ["input.version"] = new(DataClass.PUBLIC, true),
+            ["input.version"] = new(DataClass.Public, true),
         });
 
     /// <summary>
@@ -270,7 +270,7 @@ public static class AgentGraphOperations
         true,
         new Dictionary<string, PrivacyRule>
         {
-            ["userCode"] = new(DataClass.INTERNAL, true),
+            ["userCode"] = new(DataClass.Internal, true),
         });
 
     /// <summary>
@@ -297,7 +297,7 @@ public static class AgentGraphOperations
         false,
         new Dictionary<string, PrivacyRule>
         {
-            ["userCode"] = new(DataClass.INTERNAL, true),
+            ["userCode"] = new(DataClass.Internal, true),
         });
 
     /// <summary>
@@ -359,7 +359,7 @@ public static class AgentGraphOperations
         true,
         new Dictionary<string, PrivacyRule>
         {
-            ["reason"] = new(DataClass.INTERNAL, true),
+            ["reason"] = new(DataClass.Internal, true),
         });
 
     /// <summary>
@@ -495,7 +495,7 @@ public static class AgentGraphOperations
         true,
         new Dictionary<string, PrivacyRule>
         {
-            ["input.body"] = new(DataClass.PERSONAL, true),
+            ["input.body"] = new(DataClass.Personal, true),
         });
 
     /// <summary>
@@ -524,16 +524,16 @@ public static class AgentGraphOperations
         true,
         new Dictionary<string, PrivacyRule>
         {
-            ["input.records"] = new(DataClass.INTERNAL, true),
-            ["input.records[].content"] = new(DataClass.PERSONAL, true),
-            ["input.records[].embedding"] = new(DataClass.PERSONAL, false),
-            ["input.records[].expectedVersion"] = new(DataClass.INTERNAL, false),
-            ["input.records[].expiresAt"] = new(DataClass.INTERNAL, false),
-            ["input.records[].id"] = new(DataClass.INTERNAL, true),
-            ["input.records[].kind"] = new(DataClass.INTERNAL, true),
-            ["input.records[].metadata"] = new(DataClass.PERSONAL, false),
-            ["input.records[].tags"] = new(DataClass.INTERNAL, false),
-            ["input.records[].workspaceId"] = new(DataClass.INTERNAL, true),
+            ["input.records"] = new(DataClass.Internal, true),
+            ["input.records[].content"] = new(DataClass.Personal, true),
+            ["input.records[].embedding"] = new(DataClass.Personal, false),
+            ["input.records[].expectedVersion"] = new(DataClass.Internal, false),
+            ["input.records[].expiresAt"] = new(DataClass.Internal, false),
+            ["input.records[].id"] = new(DataClass.Internal, true),
+            ["input.records[].kind"] = new(DataClass.Internal, true),
+            ["input.records[].metadata"] = new(DataClass.Personal, false),
+            ["input.records[].tags"] = new(DataClass.Internal, false),
+            ["input.records[].workspaceId"] = new(DataClass.Internal, true),
         });
 
     /// <summary>
@@ -549,13 +549,13 @@ public static class AgentGraphOperations
         true,
         new Dictionary<string, PrivacyRule>
         {
-            ["input.content"] = new(DataClass.PERSONAL, true),
-            ["input.embedding"] = new(DataClass.PERSONAL, false),
-            ["input.expiresAt"] = new(DataClass.INTERNAL, false),
-            ["input.kind"] = new(DataClass.INTERNAL, true),
-            ["input.metadata"] = new(DataClass.PERSONAL, false),
-            ["input.tags"] = new(DataClass.INTERNAL, false),
-            ["input.workspaceId"] = new(DataClass.INTERNAL, true),
+            ["input.content"] = new(DataClass.Personal, true),
+            ["input.embedding"] = new(DataClass.Personal, false),
+            ["input.expiresAt"] = new(DataClass.Internal, false),
+            ["input.kind"] = new(DataClass.Internal, true),
+            ["input.metadata"] = new(DataClass.Personal, false),
+            ["input.tags"] = new(DataClass.Internal, false),
+            ["input.workspaceId"] = new(DataClass.Internal, true),
         });
 
     /// <summary>
@@ -569,8 +569,8 @@ public static class AgentGraphOperations
         true,
         new Dictionary<string, PrivacyRule>
         {
-            ["input.name"] = new(DataClass.INTERNAL, true),
-            ["input.platform"] = new(DataClass.PUBLIC, true),
+            ["input.name"] = new(DataClass.Internal, true),
+            ["input.platform"] = new(DataClass.Public, true),
         });
 
     /// <summary>
@@ -584,7 +584,7 @@ public static class AgentGraphOperations
         true,
         new Dictionary<string, PrivacyRule>
         {
-            ["reason"] = new(DataClass.INTERNAL, true),
+            ["reason"] = new(DataClass.Internal, true),
         });
 
     /// <summary>
@@ -610,7 +610,7 @@ public static class AgentGraphOperations
         true,
         new Dictionary<string, PrivacyRule>
         {
-            ["userId"] = new(DataClass.INTERNAL, true),
+            ["userId"] = new(DataClass.Internal, true),
         });
 
     /// <summary>
@@ -624,8 +624,8 @@ public static class AgentGraphOperations
         true,
         new Dictionary<string, PrivacyRule>
         {
-            ["id"] = new(DataClass.INTERNAL, true),
-            ["name"] = new(DataClass.INTERNAL, true),
+            ["id"] = new(DataClass.Internal, true),
+            ["name"] = new(DataClass.Internal, true),
         });
 
     /// <summary>
@@ -641,7 +641,7 @@ public static class AgentGraphOperations
         true,
         new Dictionary<string, PrivacyRule>
         {
-            ["report"] = new(DataClass.INTERNAL, true),
+            ["report"] = new(DataClass.Internal, true),
         });
 
     /// <summary>
@@ -667,7 +667,7 @@ public static class AgentGraphOperations
         true,
         new Dictionary<string, PrivacyRule>
         {
-            ["id"] = new(DataClass.INTERNAL, true),
+            ["id"] = new(DataClass.Internal, true),
         });
 
     /// <summary>
@@ -681,7 +681,7 @@ public static class AgentGraphOperations
         true,
         new Dictionary<string, PrivacyRule>
         {
-            ["reason"] = new(DataClass.INTERNAL, true),
+            ["reason"] = new(DataClass.Internal, true),
         });
 
     /// <summary>
@@ -741,14 +741,14 @@ public static class AgentGraphOperations
         false,
         new Dictionary<string, PrivacyRule>
         {
-            ["query.embedding"] = new(DataClass.PERSONAL, false),
-            ["query.filter"] = new(DataClass.INTERNAL, false),
-            ["query.filter.authorId"] = new(DataClass.INTERNAL, false),
-            ["query.filter.kind"] = new(DataClass.INTERNAL, false),
-            ["query.filter.tag"] = new(DataClass.INTERNAL, false),
-            ["query.filter.updatedSince"] = new(DataClass.INTERNAL, false),
-            ["query.text"] = new(DataClass.PERSONAL, false),
-            ["query.textWeight"] = new(DataClass.INTERNAL, false),
+            ["query.embedding"] = new(DataClass.Personal, false),
+            ["query.filter"] = new(DataClass.Internal, false),
+            ["query.filter.authorId"] = new(DataClass.Internal, false),
+            ["query.filter.kind"] = new(DataClass.Internal, false),
+            ["query.filter.tag"] = new(DataClass.Internal, false),
+            ["query.filter.updatedSince"] = new(DataClass.Internal, false),
+            ["query.text"] = new(DataClass.Personal, false),
+            ["query.textWeight"] = new(DataClass.Internal, false),
         });
 
     /// <summary>
@@ -763,14 +763,14 @@ public static class AgentGraphOperations
         true,
         new Dictionary<string, PrivacyRule>
         {
-            ["input.body"] = new(DataClass.PERSONAL, true),
-            ["input.contentType"] = new(DataClass.PUBLIC, false),
-            ["input.correlationId"] = new(DataClass.INTERNAL, false),
-            ["input.expiresInSeconds"] = new(DataClass.PUBLIC, false),
-            ["input.replyTo"] = new(DataClass.INTERNAL, false),
-            ["input.to"] = new(DataClass.INTERNAL, false),
-            ["input.to.deviceId"] = new(DataClass.INTERNAL, false),
-            ["input.to.userId"] = new(DataClass.INTERNAL, false),
+            ["input.body"] = new(DataClass.Personal, true),
+            ["input.contentType"] = new(DataClass.Public, false),
+            ["input.correlationId"] = new(DataClass.Internal, false),
+            ["input.expiresInSeconds"] = new(DataClass.Public, false),
+            ["input.replyTo"] = new(DataClass.Internal, false),
+            ["input.to"] = new(DataClass.Internal, false),
+            ["input.to.deviceId"] = new(DataClass.Internal, false),
+            ["input.to.userId"] = new(DataClass.Internal, false),
         });
 
     /// <summary>
@@ -784,7 +784,7 @@ public static class AgentGraphOperations
         false,
         new Dictionary<string, PrivacyRule>
         {
-            ["correlationId"] = new(DataClass.INTERNAL, false),
+            ["correlationId"] = new(DataClass.Internal, false),
         });
 
     /// <summary>
@@ -810,7 +810,7 @@ public static class AgentGraphOperations
         true,
         new Dictionary<string, PrivacyRule>
         {
-            ["enabled"] = new(DataClass.PUBLIC, true),
+            ["enabled"] = new(DataClass.Public, true),
         });
 
     /// <summary>
@@ -847,7 +847,7 @@ public static class AgentGraphOperations
         true,
         new Dictionary<string, PrivacyRule>
         {
-            ["input.displayName"] = new(DataClass.PERSONAL, true),
+            ["input.displayName"] = new(DataClass.Personal, true),
         });
 
     /// <summary>
@@ -884,10 +884,10 @@ public static class AgentGraphOperations
         false,
         new Dictionary<string, PrivacyRule>
         {
-            ["filter.authorId"] = new(DataClass.INTERNAL, false),
-            ["filter.kind"] = new(DataClass.INTERNAL, false),
-            ["filter.tag"] = new(DataClass.INTERNAL, false),
-            ["filter.updatedSince"] = new(DataClass.INTERNAL, false),
+            ["filter.authorId"] = new(DataClass.Internal, false),
+            ["filter.kind"] = new(DataClass.Internal, false),
+            ["filter.tag"] = new(DataClass.Internal, false),
+            ["filter.updatedSince"] = new(DataClass.Internal, false),
         });
 
     /// <summary>
