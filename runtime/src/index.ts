@@ -30,6 +30,7 @@ export * from './origin.js';
 export * from './periodic.js';
 export * from './principals.js';
 export * from './stream-guard.js';
+export { shareEvents } from './shared-events.js';
 export * from './gateway-secret.js';
 export * from './schema-details.js';
 export * from './db/errors.js';

@@ -23,7 +23,6 @@ import {
   execute,
 } from 'graphql';
 import type { OperationResult } from 'graphql-sse';
-import { createHandler } from 'graphql-sse/lib/use/http';
 import { z } from 'zod';
 import { assertOperationScope, type TokenVerifier } from './auth.js';
 import type { Config } from './config.js';
@@ -68,6 +67,8 @@ import {
 } from './stream-guard.js';
 import { originOf, type RequestOrigin } from './origin.js';
 import { createPrincipalCheck, type PrincipalOperations } from './principals.js';
+import { executeEvent } from './shared-events.js';
+import { createSseHandler } from './sse-http.js';
 import type { AuthContext } from './tenancy.js';
 import { runInContext, setActiveSpanAttributes, startRequestSpan } from './telemetry/tracing.js';
 
@@ -333,7 +334,8 @@ export function createSubgraphServer(opts: SubgraphServerOptions): {
   class MappedStream implements EndWithReasonOptions<unknown, ExecutionResult> {
     constructor(readonly args: ExecutionArgs) {}
     map(payload: unknown): ExecutionResult | Promise<ExecutionResult> {
-      return execute({ ...this.args, rootValue: payload });
+      // Once per (item, document, arguments) for items their source shared between streams (shared-events.ts).
+      return executeEvent(payload, this.args, () => execute({ ...this.args, rootValue: payload }));
     }
   }
 
@@ -418,7 +420,8 @@ export function createSubgraphServer(opts: SubgraphServerOptions): {
       { status, statusText, headers: { 'content-type': 'application/json; charset=utf-8', ...headers } },
     ] as [string, { status: number; statusText: string; headers: Record<string, string> }];
 
-  const sse = createHandler<SubgraphContext & Record<PropertyKey, unknown>>({
+  // Our adapter of graphql-sse to node:http (sse-http.ts): the events of one wake-up leave in a few writes, not one each.
+  const sse = createSseHandler<SubgraphContext & Record<PropertyKey, unknown>>({
     schema,
     // Distinct connections (one request per stream), and graphql-sse's single-connection mode, which the gateway uses
     // to carry many streams over one connection: PUT makes a reservation (for any caller with a valid token: it

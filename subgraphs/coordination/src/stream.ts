@@ -4,9 +4,10 @@
  * message under the room's row lock and inserts it in the same transaction, so a room's messages commit in
  * sequence order, which is the promise sequencedStream needs. A room's rows depend on the tenant alone (RLS on
  * `tenant_id`, migrations/001_coordination.sql), not on who asks, so the streams of one room share their reads
- * (`shareKey`): one read per notification for all of them, not one per stream.
+ * (`shareKey`): one read per notification for all of them, not one per stream, and their messages are marked
+ * `shareEvents`, so the subgraph server executes a message once per subscription document, not once per stream.
  */
-import type { AuthContext, Database, Logger } from '@agentgraph/runtime';
+import { shareEvents, type AuthContext, type Database, type Logger } from '@agentgraph/runtime';
 import type { MessageModel } from './models.js';
 import type { ChannelRouter } from './notification-hub.js';
 import { sequencedStream } from './seq-stream.js';
@@ -34,7 +35,8 @@ export function roomMessageStream(opts: RoomStreamOptions): AsyncGenerator<Messa
     router: roomRouter,
     routeKey: `${auth.tenantId}:${roomId}`,
     shareKey: `${auth.tenantId}:${roomId}`,
-    read: (tx, after, limit) => messagesAfter(tx, roomId, after, limit),
+    // The same rows go to every stream of the room: the server executes each message once per document.
+    read: async (tx, after, limit) => shareEvents(await messagesAfter(tx, roomId, after, limit)),
     seqOf: (m) => m.seq,
     logFields: { roomId },
   });
