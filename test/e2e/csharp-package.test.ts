@@ -135,7 +135,9 @@ function answer(body: Seen): { status: number; headers?: Record<string, string>;
         };
       return {
         status: 200,
-        json: { data: { createRoom: { room: { id: 'room-9', name: 'ops', createdAt: ROOMS[0]!.createdAt } } } },
+        json: {
+          data: { createRoom: { room: { id: 'room-9', name: 'ops', createdAt: ROOMS[0]!.createdAt } } },
+        },
       };
     }
     case 'Rooms': {
@@ -202,10 +204,10 @@ describe('C# SDK: installed from its NuGet packages into a new console app', () 
       join(tmp, 'nuget.config'),
       nugetConfig(feed, await machineSources(), await globalPackages(), join(tmp, 'packages')),
     );
-    await timed('new', () => dotnet(['new', 'console', '-n', 'PackageConsumer', '-o', app, '--no-restore'], tmp));
-    await timed('add package', () =>
-      dotnet(['add', 'package', 'AgentGraph.Sdk', '--version', VERSION], app),
+    await timed('new', () =>
+      dotnet(['new', 'console', '-n', 'PackageConsumer', '-o', app, '--no-restore'], tmp),
     );
+    await timed('add package', () => dotnet(['add', 'package', 'AgentGraph.Sdk', '--version', VERSION], app));
     const project = readFileSync(join(app, 'PackageConsumer.csproj'), 'utf8');
     expect(project).toContain(`<PackageReference Include="AgentGraph.Sdk" Version="${VERSION}" />`);
     expect(readdirSync(join(tmp, 'packages')).sort()).toEqual(
@@ -222,7 +224,10 @@ describe('C# SDK: installed from its NuGet packages into a new console app', () 
       expect(readFileSync(join(dir, 'README.md'), 'utf8'), id).toMatch(/^# AgentGraph/);
       expect(readdirSync(join(dir, 'lib')).sort(), id).toEqual(['net10.0', 'net8.0']);
     }
-    const sdkNuspec = readFileSync(join(tmp, 'packages/agentgraph.sdk', VERSION, 'agentgraph.sdk.nuspec'), 'utf8');
+    const sdkNuspec = readFileSync(
+      join(tmp, 'packages/agentgraph.sdk', VERSION, 'agentgraph.sdk.nuspec'),
+      'utf8',
+    );
     for (const tfm of ['net8.0', 'net10.0'])
       expect(sdkNuspec).toMatch(
         new RegExp(

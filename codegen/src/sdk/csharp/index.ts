@@ -41,10 +41,15 @@ export const csharpTarget: Target = {
       'samples/',
       (rel) => rel.endsWith('.cs') || rel.endsWith('.csproj'),
     );
-    const subscriber = samples.find((f) => f.path === 'samples/RoomSubscriber/Program.cs')?.content;
+    const sample = (name: string) => samples.find((f) => f.path === `samples/${name}/Program.cs`)?.content;
+    const readme = {
+      quickstart: sample('Quickstart'),
+      subscriber: sample('RoomSubscriber'),
+      outbox: sample('OutboxPoster'),
+    };
     const files: GeneratedFile[] = [
       { path: 'AgentGraph.Sdk.slnx', content: renderSolution() },
-      { path: 'README.md', content: await ctx.format('README.md', renderReadme(ir, subscriber)) },
+      { path: 'README.md', content: await ctx.format('README.md', renderReadme(ir, readme)) },
       { path: 'src/AgentGraph.Sdk/AgentGraph.Sdk.csproj', content: renderLibraryProject() },
       { path: 'src/AgentGraph.Sdk/Generated/Errors.g.cs', content: renderErrors(ir) },
       { path: 'src/AgentGraph.Sdk/Generated/Operations.g.cs', content: renderOperations(ir) },

@@ -83,8 +83,7 @@ function pager(op: OperationIR): string[] {
     ];
     const path = c.path.map((p) => `?[${str(p)}]`).join('');
     const node = nodeRecord(op, c);
-    const item =
-      node === 'JsonNode' ? 'node' : `node.Deserialize<${node}>(AgentGraphJson.Options)!`;
+    const item = node === 'JsonNode' ? 'node' : `node.Deserialize<${node}>(AgentGraphJson.Options)!`;
     return (
       summary(
         [
@@ -174,8 +173,10 @@ export function renderClient(ir: IR): string {
       '    public AgentGraphClient Client { get; }\n',
     ...ops.flatMap((op) => [method(op), ...pager(op)]),
     ...ir.operations.flatMap(stream),
-    summary(['Disposes the HTTP client it made (one passed in options.HttpClient is left to its owner).'], '    ') +
-      '    public void Dispose() => Client.Dispose();',
+    summary(
+      ['Disposes the HTTP client it made (one passed in options.HttpClient is left to its owner).'],
+      '    ',
+    ) + '    public void Dispose() => Client.Dispose();',
     '}',
     '',
   ].join('\n');

@@ -13,7 +13,10 @@ function privacy(op: OperationIR): string {
   return (
     'new Dictionary<string, PrivacyRule>\n        {\n' +
     entries
-      .map(([path, rule]) => `            [${str(path)}] = new(DataClass.${enumMember(rule.class)}, ${rule.required}),`)
+      .map(
+        ([path, rule]) =>
+          `            [${str(path)}] = new(DataClass.${enumMember(rule.class)}, ${rule.required}),`,
+      )
       .join('\n') +
     '\n        }'
   );
