@@ -32,12 +32,16 @@ def main(endpoint: str, token: str) -> None:
         viewer = api.viewer().data.viewer  # a ViewerDataViewer dataclass, snake_case fields
         created = api.create_room(input=CreateRoomInput(name="general"))
         rooms = [room.name for room in api.paginate_rooms(first=2)]  # RoomsDataRoomsEdgesNode, page after page
+        pages = api.paginate_rooms(first=2)
+        first = next(pages).name  # stopping early: the next page is never requested
+        pages.close()
         print(json.dumps({
             "viewer": viewer.user.display_name if viewer else None,
             "created": created.data.create_room.room.id,
             "createdAt": created.data.create_room.room.created_at,
             "idempotencyKey": created.raw.idempotency_key,
             "rooms": rooms,
+            "first": first,
         }))
 
 
