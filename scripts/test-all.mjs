@@ -112,7 +112,8 @@ const baseEnv = { ...process.env };
 delete baseEnv.DATABASE_URL;
 
 // 1: the fast tier: TypeScript that needs no database, and Python (Debian's interpreter and apt packages:
-// python3-httpx, python3-tenacity, python3-jwt, python3-pytest).
+// python3-httpx, python3-tenacity, python3-jwt, python3-cryptography, python3-pytest; the packaging test also
+// builds wheels and a venv: python3-build, python3-setuptools, python3-wheel, python3-venv).
 if (unitOnly || process.env.TEST_UNIT !== '0') {
   vitest('unit', { ...baseEnv, AGENTGRAPH_TEST_SCOPE: 'unit' });
   const PY_DIRS = ['sdk-templates/python/tests', 'sdks/python/tests'].filter((d) =>

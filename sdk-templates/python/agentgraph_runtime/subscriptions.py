@@ -29,7 +29,7 @@ import httpx
 from .backoff import DecorrelatedJitterBackoff
 from .classify import HttpAnswer, error_from_answer, wants_token_refresh
 from .client import AgentGraphClient, OperationSpec, TokenProvider, to_json
-from .clock import Clock, system_clock
+from .clock import Clock
 from .errors import AgentGraphError, NetworkError, TimeoutError_
 from .privacy import apply_privacy_gate
 from .sse import SseEvent, SseParser
