@@ -17,6 +17,19 @@ const results = new WeakMap<object, Map<string, Result>>();
 /** A number per document object (the server prepares one per query text and reuses it). */
 const documentIds = new WeakMap<DocumentNode, number>();
 let nextDocumentId = 0;
+/** Each stream's key (its arguments object lives as long as the stream): computed once per stream, not per event. */
+const keys = new WeakMap<ExecutionArgs, string>();
+
+function keyOf(args: ExecutionArgs): string {
+  let key = keys.get(args);
+  if (key === undefined) {
+    let documentId = documentIds.get(args.document);
+    if (documentId === undefined) documentIds.set(args.document, (documentId = ++nextDocumentId));
+    key = `${documentId}:${args.operationName ?? ''}:${JSON.stringify(args.variableValues ?? null)}`;
+    keys.set(args, key);
+  }
+  return key;
+}
 
 /** Marks items as resolving the same for every stream they are handed to; returns them. */
 export function shareEvents<T extends object>(items: T[]): T[] {
@@ -26,14 +39,13 @@ export function shareEvents<T extends object>(items: T[]): T[] {
 
 /**
  * The result of executing `args` on `payload`: `execute()` once per (marked item, document, operation, variables),
- * shared afterwards; for an item that is not marked, `execute()` every time.
+ * shared afterwards; for an item that is not marked, `execute()` every time. `args` must not change after its first
+ * use (the server's are fixed for the stream's life).
  */
 export function executeEvent(payload: unknown, args: ExecutionArgs, execute: () => Result): Result {
   const byArgs = typeof payload === 'object' && payload !== null ? results.get(payload) : undefined;
   if (!byArgs) return execute();
-  let documentId = documentIds.get(args.document);
-  if (documentId === undefined) documentIds.set(args.document, (documentId = ++nextDocumentId));
-  const key = `${documentId}:${args.operationName ?? ''}:${JSON.stringify(args.variableValues ?? null)}`;
+  const key = keyOf(args);
   let result = byArgs.get(key);
   if (!result) byArgs.set(key, (result = execute()));
   return result;
