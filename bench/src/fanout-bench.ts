@@ -105,11 +105,17 @@ class Receivers {
   readonly lastSeq: number[] = [];
   readonly gaps: number[] = [];
   readonly repeats: number[] = [];
+  /** Streams that got an event with errors (e.g. SERVICE_UNAVAILABLE: the subgraph gave up on them). */
+  readonly failed = new Set<number>();
+  /** Streams whose connection closed. */
+  readonly closed = new Set<number>();
   /** The seq of the first message posted; arrivals are indexed from it. */
   firstSeq = Infinity;
   readonly arrivals: Float64Array[] = [];
   /** Streams that received message m so far. */
   readonly counts: number[] = [];
+  /** Told when every stream received the message being waited for (`waitAll`). */
+  private all: { m: number; resolve: () => void } | null = null;
 
   add(startSeq: number): number {
     this.lastSeq.push(startSeq);
@@ -136,8 +142,22 @@ class Receivers {
     const arrivals = this.arrivals[seq - this.firstSeq];
     if (arrivals && stream < arrivals.length && Number.isNaN(arrivals[stream]!)) {
       arrivals[stream] = at;
-      this.counts[seq - this.firstSeq]!++;
+      const m = seq - this.firstSeq;
+      if (++this.counts[m]! === arrivals.length && this.all?.m === m) this.all.resolve();
     }
+  }
+
+  /** Resolves when every stream received message m, or after `timeoutMs`. */
+  waitAll(m: number, timeoutMs: number): Promise<void> {
+    if (this.counts[m] === this.arrivals[m]!.length) return Promise.resolve();
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, timeoutMs);
+      this.all = { m, resolve: done };
+      function done(this: void) {
+        clearTimeout(timer);
+        resolve();
+      }
+    });
   }
 }
 
@@ -178,6 +198,7 @@ function openStream(
         resolve(socket);
       }
       const at = performance.now();
+      if (text.includes('"errors"')) receivers.failed.add(index);
       SEQ.lastIndex = 0;
       let keepFrom = 0;
       for (let m; (m = SEQ.exec(text));) {
@@ -189,6 +210,7 @@ function openStream(
     socket.on('error', (err) => {
       if (!open) reject(err);
     });
+    socket.on('close', () => receivers.closed.add(index));
     socket.write(head + body);
   });
 }
@@ -395,7 +417,7 @@ async function main() {
       }
       lastSeq = seq;
       const m = seq - receivers.firstSeq;
-      while (receivers.counts[m]! < size && performance.now() - sentAt < FANOUT_TIMEOUT_MS) await sleep(2);
+      await receivers.waitAll(m, FANOUT_TIMEOUT_MS - (performance.now() - sentAt));
       const arrivals = receivers.arrivals[m]!;
       let last = -Infinity;
       for (const at of arrivals) if (at > last) last = at;
@@ -464,6 +486,9 @@ async function main() {
       undelivered: missing,
       gaps: receivers.gaps.reduce((a, b) => a + b, 0),
       repeats: receivers.repeats.reduce((a, b) => a + b, 0),
+      // Streams so far (all sizes) that got an error event or whose connection closed: they miss every later message.
+      streamsFailed: receivers.failed.size,
+      streamsClosed: receivers.closed.size,
       // CPU per fan-out (one message to every stream), over the posting window (the gaps between posts included).
       cpuMsPerFanout: {
         subgraphs: perFanout(cpu.subgraphs),
@@ -501,7 +526,8 @@ async function main() {
         `${result.deliveryMs.max} ms; last stream p50 ${result.lastStreamReceivedMs.p50} / p99 ` +
         `${result.lastStreamReceivedMs.p99} ms; post answered p50 ${result.postAnsweredMs.p50} ms; CPU ms/fan-out ` +
         `${JSON.stringify(result.cpuMsPerFanout)}; db statements/fan-out ${result.db.statementsPerFanout}; ` +
-        `undelivered ${missing}, gaps ${result.gaps}, repeats ${result.repeats}; others ${result.othersCores} cores`,
+        `undelivered ${missing}, gaps ${result.gaps}, repeats ${result.repeats}, streams failed ` +
+        `${result.streamsFailed} / closed ${result.streamsClosed}; others ${result.othersCores} cores`,
     );
     sizes.push(result);
   }
