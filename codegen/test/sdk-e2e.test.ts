@@ -53,13 +53,21 @@ function sdkFor(u: TestUser, personal = true): { sdk: AgentGraph; sent: Sent[] }
 describe(`the generated TypeScript SDK against the platform (${process.env['DATABASE_URL'] ? 'PostgreSQL' : 'PGlite'})`, () => {
   it('queries viewer', async () => {
     const { sdk, sent } = sdkFor(user);
-    const { data, attempts, replayed } = await sdk.viewer();
+    // The model directly; the envelope of the same call through withResponse().
+    const data = await sdk.viewer();
     expect(data.viewer.user.id).toBe(user.userId);
     expect(data.viewer.user.email).toBe(user.email);
     expect(data.viewer.role).toBe('OWNER');
     expect(data.viewer.tenant.id).toBe(user.tenantId);
-    expect({ attempts, replayed }).toEqual({ attempts: 1, replayed: false });
     expect(sent).toEqual([{ operationName: 'Viewer', variables: {} }]);
+    const { data: again, attempts, replayed, response } = await sdk.viewer().withResponse();
+    expect(again).toEqual(data);
+    expect({ attempts, replayed, status: response.status }).toEqual({
+      attempts: 1,
+      replayed: false,
+      status: 200,
+    });
+    expect(sent).toHaveLength(2); // one request per call, whichever way it is read
   });
 
   it('pages through a connection across pages, one request per page, and stops when aborted', async () => {
@@ -94,14 +102,19 @@ describe(`the generated TypeScript SDK against the platform (${process.env['DATA
 
   it('posts a message with an idempotency key: the resend is a replay, the message exists once', async () => {
     const { sdk } = sdkFor(user);
-    const room = (await sdk.createRoom({ input: { name: 'sdk-idempotency' } })).data.createRoom.room;
+    const room = (await sdk.createRoom({ input: { name: 'sdk-idempotency' } })).createRoom.room;
     const idempotencyKey = randomUUID();
-    const first = await sdk.postMessage({ roomId: room.id, input: { body: 'hello' } }, { idempotencyKey });
-    const again = await sdk.postMessage({ roomId: room.id, input: { body: 'hello' } }, { idempotencyKey });
+    const first = await sdk
+      .postMessage({ roomId: room.id, input: { body: 'hello' } }, { idempotencyKey })
+      .withResponse();
+    const again = await sdk
+      .postMessage({ roomId: room.id, input: { body: 'hello' } }, { idempotencyKey })
+      .withResponse();
     expect(first.replayed).toBe(false);
     expect(first.idempotencyKey).toBe(idempotencyKey);
     expect(again.replayed).toBe(true);
     expect(again.data).toEqual(first.data);
+    expect(again.response.status).toBe(200);
     expect(first.data.postMessage.message).toMatchObject({
       seq: 1,
       body: 'hello',
@@ -113,10 +126,14 @@ describe(`the generated TypeScript SDK against the platform (${process.env['DATA
     expect(log).toEqual([1]);
 
     // Without a caller key the SDK makes one per call: two calls, two messages.
-    const a = await sdk.postMessage({ roomId: room.id, input: { body: 'x' } });
-    const b = await sdk.postMessage({ roomId: room.id, input: { body: 'x' } });
+    const a = await sdk.postMessage({ roomId: room.id, input: { body: 'x' } }).withResponse();
+    const b = await sdk.postMessage({ roomId: room.id, input: { body: 'x' } }).withResponse();
     expect(a.idempotencyKey).not.toBe(b.idempotencyKey);
     expect(b.data.postMessage.message.seq).toBe(3);
+    // Awaited directly, a method gives the model.
+    expect((await sdk.postMessage({ roomId: room.id, input: { body: 'y' } })).postMessage.message.seq).toBe(
+      4,
+    );
   });
 
   it('throws typed errors: NOT_FOUND from the server, the privacy gate before anything is sent', async () => {
@@ -152,7 +169,7 @@ describe(`the generated TypeScript SDK against the platform (${process.env['DATA
     const caps = await sdk.client.refreshCapabilities();
     expect(caps.client?.retryMaxAttempts).toBeGreaterThan(0);
     const info = await sdk.serverCapabilities();
-    expect(info.data.capabilities.schemaVersion).toMatch(/^[0-9a-f]{12}$/);
+    expect(info.capabilities.schemaVersion).toMatch(/^[0-9a-f]{12}$/);
     expect(sent.map((s) => s.operationName)).toEqual(['Capabilities', 'ServerCapabilities']);
     expect(operations.Capabilities.kind).toBe('query');
   });
@@ -160,7 +177,7 @@ describe(`the generated TypeScript SDK against the platform (${process.env['DATA
   it("runs the README's quickstart example as written", async () => {
     const owner = await p.tokenFor({ tenant: 'sdk-quickstart', displayName: 'Quinn' });
     const { sdk } = sdkFor(owner);
-    const room = (await sdk.createRoom({ input: { name: 'quickstart' } })).data.createRoom.room;
+    const room = (await sdk.createRoom({ input: { name: 'quickstart' } })).createRoom.room;
     const lines: string[] = [];
     await quickstart({
       baseUrl: `${p.gatewayUrl}/graphql`,

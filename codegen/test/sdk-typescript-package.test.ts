@@ -135,12 +135,12 @@ const sdk = new AgentGraph({
 const viewer = await sdk.viewer();
 const rooms = [];
 for (const name of ['packed-a', 'packed-b', 'packed-c']) {
-  rooms.push((await sdk.createRoom({ input: { name } })).data.createRoom.room);
+  rooms.push((await sdk.createRoom({ input: { name } })).createRoom.room);
 }
 const idempotencyKey = crypto.randomUUID();
 const input = { body: 'hello from a tarball' };
-const posted = await sdk.postMessage({ roomId: rooms[0].id, input }, { idempotencyKey });
-const again = await sdk.postMessage({ roomId: rooms[0].id, input }, { idempotencyKey });
+const posted = await sdk.postMessage({ roomId: rooms[0].id, input }, { idempotencyKey }).withResponse();
+const again = await sdk.postMessage({ roomId: rooms[0].id, input }, { idempotencyKey }).withResponse();
 const listed = [];
 for await (const room of sdk.paginateRooms({ first: 2 })) listed.push(room.name);
 let missing = null;
@@ -150,7 +150,7 @@ try {
   missing = err instanceof NotFoundError ? err.code : String(err);
 }
 console.log(JSON.stringify({
-  email: viewer.data.viewer.user.email,
+  email: viewer.viewer.user.email,
   seq: posted.data.postMessage.message.seq,
   sameMessage: again.data.postMessage.message.id === posted.data.postMessage.message.id,
   replayed: [posted.replayed, again.replayed],
@@ -195,9 +195,9 @@ try {
       `import { AgentGraph, NotFoundError, Outbox, type ViewerData, type PostMessageVariables } from '@agentgraph/sdk';
 
 export async function whoAmI(sdk: AgentGraph): Promise<string> {
-  const result = await sdk.viewer();
-  const data: ViewerData = result.data;
-  return data.viewer.user.email;
+  const data: ViewerData = await sdk.viewer();
+  const { replayed, attempts, response } = await sdk.viewer().withResponse();
+  return \`\${data.viewer.user.email} \${replayed} \${attempts} \${response.status}\`;
 }
 
 export function postLater(outbox: Outbox, variables: PostMessageVariables) {

@@ -123,7 +123,8 @@ describe('putMemories through the generated SDKs', () => {
     });
     const { ids, records } = batch();
     const key = randomUUID();
-    const summary = (r: Awaited<ReturnType<typeof sdk.putMemories>>): CallSummary => ({
+    type Envelope = Awaited<ReturnType<ReturnType<typeof sdk.putMemories>['withResponse']>>;
+    const summary = (r: Envelope): CallSummary => ({
       written: r.data.putMemories.written,
       failed: r.data.putMemories.failed,
       replayed: r.replayed,
@@ -136,8 +137,13 @@ describe('putMemories through the generated SDKs', () => {
         field: e.error?.field ?? null,
       })),
     });
-    const first = summary(await sdk.putMemories({ input: { records } }, { idempotencyKey: key }));
-    const second = summary(await sdk.putMemories({ input: { records } }, { idempotencyKey: key }));
+    // withResponse(): the envelope, for `replayed`.
+    const first = summary(
+      await sdk.putMemories({ input: { records } }, { idempotencyKey: key }).withResponse(),
+    );
+    const second = summary(
+      await sdk.putMemories({ input: { records } }, { idempotencyKey: key }).withResponse(),
+    );
     await expectBatch(ids, { first, second }, 'typescript');
   });
 

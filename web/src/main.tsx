@@ -49,7 +49,7 @@ function Root() {
       try {
         const session = await refreshSession();
         if (!session) return setState({ kind: 'signed-out' });
-        const { data } = await sdk.viewer();
+        const data = await sdk.viewer();
         if (location.search.includes('signin=')) history.replaceState(null, '', location.pathname);
         setState({ kind: 'in', viewer: data.viewer });
       } catch (error) {

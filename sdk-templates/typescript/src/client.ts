@@ -109,6 +109,8 @@ export interface ExecuteResult<TData> {
   attempts: number;
   /** The key sent, for idempotent mutations. */
   idempotencyKey?: string;
+  /** The HTTP answer that carried the result: status, headers, parsed body and its size. */
+  response: HttpResponse;
 }
 
 /** What requests outside `execute` (e.g. `uploadPackage`) are sent with: the client's own endpoint and plumbing. */
@@ -333,6 +335,7 @@ export class AgentGraphClient {
             ...success,
             attempts,
             ...(idempotencyKey !== undefined ? { idempotencyKey } : {}),
+            response,
           };
         }
         error = errorFromAnswer(this.errors, response, this.clock.now());

@@ -75,7 +75,8 @@ export {
   type EffectiveSettings,
   type RetrySettings,
 } from './settings.js';
-export { ACCEPT, type FetchLike, GRAPHQL_RESPONSE_JSON } from './transport.js';
+export { APIPromise } from './api-promise.js';
+export { ACCEPT, type FetchLike, GRAPHQL_RESPONSE_JSON, type HttpResponse } from './transport.js';
 export {
   DEFAULT_UPLOAD_TIMEOUT_MS,
   packageUploadUrl,

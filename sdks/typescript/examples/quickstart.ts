@@ -29,9 +29,9 @@ export async function quickstart({
   });
   await sdk.client.refreshCapabilities(); // obey the server's retry budget and payload cap
 
-  // 2. Who am I?
-  const { data } = await sdk.viewer();
-  log(`${data.viewer.user.displayName} is ${data.viewer.role} of ${data.viewer.tenant.name}`);
+  // 2. Who am I? A method resolves to the operation's data, the model.
+  const { viewer } = await sdk.viewer();
+  log(`${viewer.user.displayName} is ${viewer.role} of ${viewer.tenant.name}`);
 
   // 3. Every device of the tenant, 50 per request. Aborting the signal stops the loop (AbortError).
   const controller = new AbortController();
@@ -44,8 +44,9 @@ export async function quickstart({
   const idempotencyKey = crypto.randomUUID();
   const input = { body: 'deploy finished' };
   const posted = await sdk.postMessage({ roomId, input }, { idempotencyKey });
-  const again = await sdk.postMessage({ roomId, input }, { idempotencyKey });
-  log(`message ${posted.data.postMessage.message.seq}, replayed: ${again.replayed}`); // replayed: true
+  // .withResponse(): the envelope of the call (data, replayed, attempts, idempotencyKey, extensions, response).
+  const again = await sdk.postMessage({ roomId, input }, { idempotencyKey }).withResponse();
+  log(`message ${posted.postMessage.message.seq}, replayed: ${again.replayed}`); // replayed: true
 
   // 5. Typed errors: one class per code of schemas/errors.json, plus the client's own.
   try {

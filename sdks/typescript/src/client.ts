@@ -2,9 +2,9 @@
 import {
   AgentGraphClient,
   type AgentGraphClientOptions,
+  APIPromise,
   type CallOptions,
   type Connection,
-  type ExecuteResult,
   type OperationSpec,
   paginate,
 } from '@agentgraph/sdk-runtime';
@@ -60,19 +60,23 @@ export class AgentGraph {
    * Record progress on a message of your inbox: DELIVERED, READ, HANDLED, ACKNOWLEDGED, or FAILED with a
    * reason.
    *
-   * `mutation AcknowledgeAgentMessage` from schemas/operations/coordination.graphql. Idempotent: the SDK
-   * makes one key per call and resends it on every retry; pass `options.idempotencyKey` (a key you
-   * persisted) to repeat a logical call across restarts. `replayed` says the server answered with the
-   * stored result of an earlier attempt. Privacy gate: `reason` PERSONAL.
+   * Resolves to the operation's data; `.withResponse()` to the envelope (`data`, `replayed`, `attempts`,
+   * `idempotencyKey`, `extensions`, `response`). `mutation AcknowledgeAgentMessage` from
+   * schemas/operations/coordination.graphql. Idempotent: the SDK makes one key per call and resends it
+   * on every retry; pass `options.idempotencyKey` (a key you persisted) to repeat a logical call across
+   * restarts. `replayed` says the server answered with the stored result of an earlier attempt
+   * (`.withResponse()`). Privacy gate: `reason` PERSONAL.
    */
   acknowledgeAgentMessage(
     variables: T.AcknowledgeAgentMessageVariables,
     options?: CallOptions,
-  ): Promise<ExecuteResult<T.AcknowledgeAgentMessageData>> {
-    return this.client.execute<T.AcknowledgeAgentMessageData>(
-      operations.AcknowledgeAgentMessage,
-      variables,
-      options,
+  ): APIPromise<T.AcknowledgeAgentMessageData> {
+    return new APIPromise(
+      this.client.execute<T.AcknowledgeAgentMessageData>(
+        operations.AcknowledgeAgentMessage,
+        variables,
+        options,
+      ),
     );
   }
 
@@ -80,26 +84,27 @@ export class AgentGraph {
    * Add an existing user to the caller's tenant. Needs ADMIN or higher; only an OWNER may add an OWNER.
    * Users are created by the admin CLI or sign-up, not here: an unknown e-mail is NOT_FOUND.
    *
-   * `mutation AddMember`, the default operation for Mutation.addMember. Idempotent: the SDK makes one
-   * key per call and resends it on every retry; pass `options.idempotencyKey` (a key you persisted) to
-   * repeat a logical call across restarts. `replayed` says the server answered with the stored result of
-   * an earlier attempt. Privacy gate: `input.email` PERSONAL, `input.role` INTERNAL.
+   * Resolves to the operation's data; `.withResponse()` to the envelope (`data`, `replayed`, `attempts`,
+   * `idempotencyKey`, `extensions`, `response`). `mutation AddMember`, the default operation for
+   * Mutation.addMember. Idempotent: the SDK makes one key per call and resends it on every retry; pass
+   * `options.idempotencyKey` (a key you persisted) to repeat a logical call across restarts. `replayed`
+   * says the server answered with the stored result of an earlier attempt (`.withResponse()`). Privacy
+   * gate: `input.email` PERSONAL, `input.role` INTERNAL.
    */
-  addMember(variables: T.AddMemberVariables, options?: CallOptions): Promise<ExecuteResult<T.AddMemberData>> {
-    return this.client.execute<T.AddMemberData>(operations.AddMember, variables, options);
+  addMember(variables: T.AddMemberVariables, options?: CallOptions): APIPromise<T.AddMemberData> {
+    return new APIPromise(this.client.execute<T.AddMemberData>(operations.AddMember, variables, options));
   }
 
   /**
    * The caller's agent inbox, oldest first, a page at a time (paginateAgentInbox walks every page), with
    * the inbox's last seq and server-side cursor.
    *
-   * `query AgentInbox` from schemas/operations/coordination.graphql.
+   * Resolves to the operation's data; `.withResponse()` to the envelope (`data`, `replayed`, `attempts`,
+   * `idempotencyKey`, `extensions`, `response`). `query AgentInbox` from
+   * schemas/operations/coordination.graphql.
    */
-  agentInbox(
-    variables: T.AgentInboxVariables = {},
-    options?: CallOptions,
-  ): Promise<ExecuteResult<T.AgentInboxData>> {
-    return this.client.execute<T.AgentInboxData>(operations.AgentInbox, variables, options);
+  agentInbox(variables: T.AgentInboxVariables = {}, options?: CallOptions): APIPromise<T.AgentInboxData> {
+    return new APIPromise(this.client.execute<T.AgentInboxData>(operations.AgentInbox, variables, options));
   }
 
   /**
@@ -117,13 +122,14 @@ export class AgentGraph {
   /**
    * One agent message the caller sent or received (null otherwise).
    *
-   * `query AgentMessage` from schemas/operations/coordination.graphql.
+   * Resolves to the operation's data; `.withResponse()` to the envelope (`data`, `replayed`, `attempts`,
+   * `idempotencyKey`, `extensions`, `response`). `query AgentMessage` from
+   * schemas/operations/coordination.graphql.
    */
-  agentMessage(
-    variables: T.AgentMessageVariables,
-    options?: CallOptions,
-  ): Promise<ExecuteResult<T.AgentMessageData>> {
-    return this.client.execute<T.AgentMessageData>(operations.AgentMessage, variables, options);
+  agentMessage(variables: T.AgentMessageVariables, options?: CallOptions): APIPromise<T.AgentMessageData> {
+    return new APIPromise(
+      this.client.execute<T.AgentMessageData>(operations.AgentMessage, variables, options),
+    );
   }
 
   /**
@@ -131,28 +137,33 @@ export class AgentGraph {
    * 7517) as JSON text, ES256 keys whose kid is the RFC 7638 thumbprint that an envelope's signature
    * names as keyid.
    *
-   * `query AnalyzerJwks`, the default operation for Query.analyzerJwks.
+   * Resolves to the operation's data; `.withResponse()` to the envelope (`data`, `replayed`, `attempts`,
+   * `idempotencyKey`, `extensions`, `response`). `query AnalyzerJwks`, the default operation for
+   * Query.analyzerJwks.
    */
   analyzerJwks(
     variables: T.AnalyzerJwksVariables = {},
     options?: CallOptions,
-  ): Promise<ExecuteResult<T.AnalyzerJwksData>> {
-    return this.client.execute<T.AnalyzerJwksData>(operations.AnalyzerJwks, variables, options);
+  ): APIPromise<T.AnalyzerJwksData> {
+    return new APIPromise(
+      this.client.execute<T.AnalyzerJwksData>(operations.AnalyzerJwks, variables, options),
+    );
   }
 
   /**
    * The uploader appeals a rejection: back to review.
    *
-   * `mutation AppealRelease` from schemas/operations/catalog.graphql. Idempotent: the SDK makes one key
-   * per call and resends it on every retry; pass `options.idempotencyKey` (a key you persisted) to
-   * repeat a logical call across restarts. `replayed` says the server answered with the stored result of
-   * an earlier attempt. Privacy gate: `reason` INTERNAL.
+   * Resolves to the operation's data; `.withResponse()` to the envelope (`data`, `replayed`, `attempts`,
+   * `idempotencyKey`, `extensions`, `response`). `mutation AppealRelease` from
+   * schemas/operations/catalog.graphql. Idempotent: the SDK makes one key per call and resends it on
+   * every retry; pass `options.idempotencyKey` (a key you persisted) to repeat a logical call across
+   * restarts. `replayed` says the server answered with the stored result of an earlier attempt
+   * (`.withResponse()`). Privacy gate: `reason` INTERNAL.
    */
-  appealRelease(
-    variables: T.AppealReleaseVariables,
-    options?: CallOptions,
-  ): Promise<ExecuteResult<T.AppealReleaseData>> {
-    return this.client.execute<T.AppealReleaseData>(operations.AppealRelease, variables, options);
+  appealRelease(variables: T.AppealReleaseVariables, options?: CallOptions): APIPromise<T.AppealReleaseData> {
+    return new APIPromise(
+      this.client.execute<T.AppealReleaseData>(operations.AppealRelease, variables, options),
+    );
   }
 
   /**
@@ -160,51 +171,59 @@ export class AgentGraph {
    * with the public key it sent, and its next poll of the token endpoint gets its tokens. Needs OPERATOR
    * or higher.
    *
-   * `mutation ApproveDeviceAuthorization`, the default operation for
-   * Mutation.approveDeviceAuthorization. Idempotent: the SDK makes one key per call and resends it on
-   * every retry; pass `options.idempotencyKey` (a key you persisted) to repeat a logical call across
-   * restarts. `replayed` says the server answered with the stored result of an earlier attempt. Privacy
-   * gate: `userCode` INTERNAL.
+   * Resolves to the operation's data; `.withResponse()` to the envelope (`data`, `replayed`, `attempts`,
+   * `idempotencyKey`, `extensions`, `response`). `mutation ApproveDeviceAuthorization`, the default
+   * operation for Mutation.approveDeviceAuthorization. Idempotent: the SDK makes one key per call and
+   * resends it on every retry; pass `options.idempotencyKey` (a key you persisted) to repeat a logical
+   * call across restarts. `replayed` says the server answered with the stored result of an earlier
+   * attempt (`.withResponse()`). Privacy gate: `userCode` INTERNAL.
    */
   approveDeviceAuthorization(
     variables: T.ApproveDeviceAuthorizationVariables,
     options?: CallOptions,
-  ): Promise<ExecuteResult<T.ApproveDeviceAuthorizationData>> {
-    return this.client.execute<T.ApproveDeviceAuthorizationData>(
-      operations.ApproveDeviceAuthorization,
-      variables,
-      options,
+  ): APIPromise<T.ApproveDeviceAuthorizationData> {
+    return new APIPromise(
+      this.client.execute<T.ApproveDeviceAuthorizationData>(
+        operations.ApproveDeviceAuthorization,
+        variables,
+        options,
+      ),
     );
   }
 
   /**
    * Approve a release in review (never your own upload): published in the alpha channel.
    *
-   * `mutation ApproveRelease` from schemas/operations/catalog.graphql. Idempotent: the SDK makes one key
-   * per call and resends it on every retry; pass `options.idempotencyKey` (a key you persisted) to
-   * repeat a logical call across restarts. `replayed` says the server answered with the stored result of
-   * an earlier attempt.
+   * Resolves to the operation's data; `.withResponse()` to the envelope (`data`, `replayed`, `attempts`,
+   * `idempotencyKey`, `extensions`, `response`). `mutation ApproveRelease` from
+   * schemas/operations/catalog.graphql. Idempotent: the SDK makes one key per call and resends it on
+   * every retry; pass `options.idempotencyKey` (a key you persisted) to repeat a logical call across
+   * restarts. `replayed` says the server answered with the stored result of an earlier attempt
+   * (`.withResponse()`).
    */
   approveRelease(
     variables: T.ApproveReleaseVariables,
     options?: CallOptions,
-  ): Promise<ExecuteResult<T.ApproveReleaseData>> {
-    return this.client.execute<T.ApproveReleaseData>(operations.ApproveRelease, variables, options);
+  ): APIPromise<T.ApproveReleaseData> {
+    return new APIPromise(
+      this.client.execute<T.ApproveReleaseData>(operations.ApproveRelease, variables, options),
+    );
   }
 
   /**
    * Cancel an intent you requested, while it is QUEUED or DELIVERED.
    *
-   * `mutation CancelIntent`, the default operation for Mutation.cancelIntent. Idempotent: the SDK makes
-   * one key per call and resends it on every retry; pass `options.idempotencyKey` (a key you persisted)
-   * to repeat a logical call across restarts. `replayed` says the server answered with the stored result
-   * of an earlier attempt.
+   * Resolves to the operation's data; `.withResponse()` to the envelope (`data`, `replayed`, `attempts`,
+   * `idempotencyKey`, `extensions`, `response`). `mutation CancelIntent`, the default operation for
+   * Mutation.cancelIntent. Idempotent: the SDK makes one key per call and resends it on every retry;
+   * pass `options.idempotencyKey` (a key you persisted) to repeat a logical call across restarts.
+   * `replayed` says the server answered with the stored result of an earlier attempt
+   * (`.withResponse()`).
    */
-  cancelIntent(
-    variables: T.CancelIntentVariables,
-    options?: CallOptions,
-  ): Promise<ExecuteResult<T.CancelIntentData>> {
-    return this.client.execute<T.CancelIntentData>(operations.CancelIntent, variables, options);
+  cancelIntent(variables: T.CancelIntentVariables, options?: CallOptions): APIPromise<T.CancelIntentData> {
+    return new APIPromise(
+      this.client.execute<T.CancelIntentData>(operations.CancelIntent, variables, options),
+    );
   }
 
   /**
@@ -213,29 +232,37 @@ export class AgentGraph {
    * in the manifest and passes trusted-documents mode. Change both together: codegen/test/sdk-ir.test.ts
    * checks them.
    *
-   * `query Capabilities` from schemas/operations/capabilities.graphql.
+   * Resolves to the operation's data; `.withResponse()` to the envelope (`data`, `replayed`, `attempts`,
+   * `idempotencyKey`, `extensions`, `response`). `query Capabilities` from
+   * schemas/operations/capabilities.graphql.
    */
   capabilities(
     variables: T.CapabilitiesVariables = {},
     options?: CallOptions,
-  ): Promise<ExecuteResult<T.CapabilitiesData>> {
-    return this.client.execute<T.CapabilitiesData>(operations.Capabilities, variables, options);
+  ): APIPromise<T.CapabilitiesData> {
+    return new APIPromise(
+      this.client.execute<T.CapabilitiesData>(operations.Capabilities, variables, options),
+    );
   }
 
   /**
    * Change a member's role. Needs ADMIN or higher; making or unmaking an OWNER needs an OWNER, and a
    * tenant always keeps at least one OWNER.
    *
-   * `mutation ChangeMemberRole`, the default operation for Mutation.changeMemberRole. Idempotent: the
-   * SDK makes one key per call and resends it on every retry; pass `options.idempotencyKey` (a key you
-   * persisted) to repeat a logical call across restarts. `replayed` says the server answered with the
-   * stored result of an earlier attempt. Privacy gate: `role` INTERNAL, `userId` INTERNAL.
+   * Resolves to the operation's data; `.withResponse()` to the envelope (`data`, `replayed`, `attempts`,
+   * `idempotencyKey`, `extensions`, `response`). `mutation ChangeMemberRole`, the default operation for
+   * Mutation.changeMemberRole. Idempotent: the SDK makes one key per call and resends it on every retry;
+   * pass `options.idempotencyKey` (a key you persisted) to repeat a logical call across restarts.
+   * `replayed` says the server answered with the stored result of an earlier attempt
+   * (`.withResponse()`). Privacy gate: `role` INTERNAL, `userId` INTERNAL.
    */
   changeMemberRole(
     variables: T.ChangeMemberRoleVariables,
     options?: CallOptions,
-  ): Promise<ExecuteResult<T.ChangeMemberRoleData>> {
-    return this.client.execute<T.ChangeMemberRoleData>(operations.ChangeMemberRole, variables, options);
+  ): APIPromise<T.ChangeMemberRoleData> {
+    return new APIPromise(
+      this.client.execute<T.ChangeMemberRoleData>(operations.ChangeMemberRole, variables, options),
+    );
   }
 
   /**
@@ -243,46 +270,47 @@ export class AgentGraph {
    * (intent+jwt, see the JWKS at coordination's /.well-known/intent-jwks.json) and streamed to the
    * device. OPERATOR or above; the device must be ENROLLED with remote actions enabled.
    *
-   * `mutation CreateIntent`, the default operation for Mutation.createIntent. Idempotent: the SDK makes
-   * one key per call and resends it on every retry; pass `options.idempotencyKey` (a key you persisted)
-   * to repeat a logical call across restarts. `replayed` says the server answered with the stored result
-   * of an earlier attempt. Privacy gate: `input.action` INTERNAL, `input.deviceId` INTERNAL,
+   * Resolves to the operation's data; `.withResponse()` to the envelope (`data`, `replayed`, `attempts`,
+   * `idempotencyKey`, `extensions`, `response`). `mutation CreateIntent`, the default operation for
+   * Mutation.createIntent. Idempotent: the SDK makes one key per call and resends it on every retry;
+   * pass `options.idempotencyKey` (a key you persisted) to repeat a logical call across restarts.
+   * `replayed` says the server answered with the stored result of an earlier attempt
+   * (`.withResponse()`). Privacy gate: `input.action` INTERNAL, `input.deviceId` INTERNAL,
    * `input.executionTimeoutSeconds` PUBLIC, `input.expiresInSeconds` PUBLIC, `input.params` PERSONAL.
    */
-  createIntent(
-    variables: T.CreateIntentVariables,
-    options?: CallOptions,
-  ): Promise<ExecuteResult<T.CreateIntentData>> {
-    return this.client.execute<T.CreateIntentData>(operations.CreateIntent, variables, options);
+  createIntent(variables: T.CreateIntentVariables, options?: CallOptions): APIPromise<T.CreateIntentData> {
+    return new APIPromise(
+      this.client.execute<T.CreateIntentData>(operations.CreateIntent, variables, options),
+    );
   }
 
   /**
-   * `mutation CreatePlugin`, the default operation for Mutation.createPlugin. Idempotent: the SDK makes
-   * one key per call and resends it on every retry; pass `options.idempotencyKey` (a key you persisted)
-   * to repeat a logical call across restarts. `replayed` says the server answered with the stored result
-   * of an earlier attempt. Privacy gate: `input.description` PUBLIC, `input.displayName` PUBLIC,
+   * Resolves to the operation's data; `.withResponse()` to the envelope (`data`, `replayed`, `attempts`,
+   * `idempotencyKey`, `extensions`, `response`). `mutation CreatePlugin`, the default operation for
+   * Mutation.createPlugin. Idempotent: the SDK makes one key per call and resends it on every retry;
+   * pass `options.idempotencyKey` (a key you persisted) to repeat a logical call across restarts.
+   * `replayed` says the server answered with the stored result of an earlier attempt
+   * (`.withResponse()`). Privacy gate: `input.description` PUBLIC, `input.displayName` PUBLIC,
    * `input.name` PUBLIC.
    */
-  createPlugin(
-    variables: T.CreatePluginVariables,
-    options?: CallOptions,
-  ): Promise<ExecuteResult<T.CreatePluginData>> {
-    return this.client.execute<T.CreatePluginData>(operations.CreatePlugin, variables, options);
+  createPlugin(variables: T.CreatePluginVariables, options?: CallOptions): APIPromise<T.CreatePluginData> {
+    return new APIPromise(
+      this.client.execute<T.CreatePluginData>(operations.CreatePlugin, variables, options),
+    );
   }
 
   /**
    * Create a room. Retried safely with one idempotency key per call.
    *
-   * `mutation CreateRoom` from schemas/operations/coordination.graphql. Idempotent: the SDK makes one
-   * key per call and resends it on every retry; pass `options.idempotencyKey` (a key you persisted) to
-   * repeat a logical call across restarts. `replayed` says the server answered with the stored result of
-   * an earlier attempt. Privacy gate: `input.name` INTERNAL.
+   * Resolves to the operation's data; `.withResponse()` to the envelope (`data`, `replayed`, `attempts`,
+   * `idempotencyKey`, `extensions`, `response`). `mutation CreateRoom` from
+   * schemas/operations/coordination.graphql. Idempotent: the SDK makes one key per call and resends it
+   * on every retry; pass `options.idempotencyKey` (a key you persisted) to repeat a logical call across
+   * restarts. `replayed` says the server answered with the stored result of an earlier attempt
+   * (`.withResponse()`). Privacy gate: `input.name` INTERNAL.
    */
-  createRoom(
-    variables: T.CreateRoomVariables,
-    options?: CallOptions,
-  ): Promise<ExecuteResult<T.CreateRoomData>> {
-    return this.client.execute<T.CreateRoomData>(operations.CreateRoom, variables, options);
+  createRoom(variables: T.CreateRoomVariables, options?: CallOptions): APIPromise<T.CreateRoomData> {
+    return new APIPromise(this.client.execute<T.CreateRoomData>(operations.CreateRoom, variables, options));
   }
 
   /**
@@ -290,91 +318,108 @@ export class AgentGraph {
    * embeddingDimensions fixes the dimension of every embedding in it (otherwise the first embedding
    * does).
    *
-   * `mutation CreateWorkspace` from schemas/operations/memory.graphql. Idempotent: the SDK makes one key
-   * per call and resends it on every retry; pass `options.idempotencyKey` (a key you persisted) to
-   * repeat a logical call across restarts. `replayed` says the server answered with the stored result of
-   * an earlier attempt. Privacy gate: `input.embeddingDimensions` INTERNAL, `input.name` INTERNAL,
+   * Resolves to the operation's data; `.withResponse()` to the envelope (`data`, `replayed`, `attempts`,
+   * `idempotencyKey`, `extensions`, `response`). `mutation CreateWorkspace` from
+   * schemas/operations/memory.graphql. Idempotent: the SDK makes one key per call and resends it on
+   * every retry; pass `options.idempotencyKey` (a key you persisted) to repeat a logical call across
+   * restarts. `replayed` says the server answered with the stored result of an earlier attempt
+   * (`.withResponse()`). Privacy gate: `input.embeddingDimensions` INTERNAL, `input.name` INTERNAL,
    * `input.secretPolicy` INTERNAL.
    */
   createWorkspace(
     variables: T.CreateWorkspaceVariables,
     options?: CallOptions,
-  ): Promise<ExecuteResult<T.CreateWorkspaceData>> {
-    return this.client.execute<T.CreateWorkspaceData>(operations.CreateWorkspace, variables, options);
+  ): APIPromise<T.CreateWorkspaceData> {
+    return new APIPromise(
+      this.client.execute<T.CreateWorkspaceData>(operations.CreateWorkspace, variables, options),
+    );
   }
 
   /**
    * Declare a new version of a plugin. It waits for its package upload before analysis and review.
    *
-   * `mutation DeclareRelease`, the default operation for Mutation.declareRelease. Idempotent: the SDK
-   * makes one key per call and resends it on every retry; pass `options.idempotencyKey` (a key you
-   * persisted) to repeat a logical call across restarts. `replayed` says the server answered with the
-   * stored result of an earlier attempt. Privacy gate: `input.version` PUBLIC.
+   * Resolves to the operation's data; `.withResponse()` to the envelope (`data`, `replayed`, `attempts`,
+   * `idempotencyKey`, `extensions`, `response`). `mutation DeclareRelease`, the default operation for
+   * Mutation.declareRelease. Idempotent: the SDK makes one key per call and resends it on every retry;
+   * pass `options.idempotencyKey` (a key you persisted) to repeat a logical call across restarts.
+   * `replayed` says the server answered with the stored result of an earlier attempt
+   * (`.withResponse()`). Privacy gate: `input.version` PUBLIC.
    */
   declareRelease(
     variables: T.DeclareReleaseVariables,
     options?: CallOptions,
-  ): Promise<ExecuteResult<T.DeclareReleaseData>> {
-    return this.client.execute<T.DeclareReleaseData>(operations.DeclareRelease, variables, options);
+  ): APIPromise<T.DeclareReleaseData> {
+    return new APIPromise(
+      this.client.execute<T.DeclareReleaseData>(operations.DeclareRelease, variables, options),
+    );
   }
 
   /**
    * Delete a record and everything derived from it.
    *
-   * `mutation DeleteMemory` from schemas/operations/memory.graphql. Idempotent: the SDK makes one key
-   * per call and resends it on every retry; pass `options.idempotencyKey` (a key you persisted) to
-   * repeat a logical call across restarts. `replayed` says the server answered with the stored result of
-   * an earlier attempt.
+   * Resolves to the operation's data; `.withResponse()` to the envelope (`data`, `replayed`, `attempts`,
+   * `idempotencyKey`, `extensions`, `response`). `mutation DeleteMemory` from
+   * schemas/operations/memory.graphql. Idempotent: the SDK makes one key per call and resends it on
+   * every retry; pass `options.idempotencyKey` (a key you persisted) to repeat a logical call across
+   * restarts. `replayed` says the server answered with the stored result of an earlier attempt
+   * (`.withResponse()`).
    */
-  deleteMemory(
-    variables: T.DeleteMemoryVariables,
-    options?: CallOptions,
-  ): Promise<ExecuteResult<T.DeleteMemoryData>> {
-    return this.client.execute<T.DeleteMemoryData>(operations.DeleteMemory, variables, options);
+  deleteMemory(variables: T.DeleteMemoryVariables, options?: CallOptions): APIPromise<T.DeleteMemoryData> {
+    return new APIPromise(
+      this.client.execute<T.DeleteMemoryData>(operations.DeleteMemory, variables, options),
+    );
   }
 
   /**
    * Delete a workspace with all its records.
    *
-   * `mutation DeleteWorkspace` from schemas/operations/memory.graphql. Idempotent: the SDK makes one key
-   * per call and resends it on every retry; pass `options.idempotencyKey` (a key you persisted) to
-   * repeat a logical call across restarts. `replayed` says the server answered with the stored result of
-   * an earlier attempt.
+   * Resolves to the operation's data; `.withResponse()` to the envelope (`data`, `replayed`, `attempts`,
+   * `idempotencyKey`, `extensions`, `response`). `mutation DeleteWorkspace` from
+   * schemas/operations/memory.graphql. Idempotent: the SDK makes one key per call and resends it on
+   * every retry; pass `options.idempotencyKey` (a key you persisted) to repeat a logical call across
+   * restarts. `replayed` says the server answered with the stored result of an earlier attempt
+   * (`.withResponse()`).
    */
   deleteWorkspace(
     variables: T.DeleteWorkspaceVariables,
     options?: CallOptions,
-  ): Promise<ExecuteResult<T.DeleteWorkspaceData>> {
-    return this.client.execute<T.DeleteWorkspaceData>(operations.DeleteWorkspace, variables, options);
+  ): APIPromise<T.DeleteWorkspaceData> {
+    return new APIPromise(
+      this.client.execute<T.DeleteWorkspaceData>(operations.DeleteWorkspace, variables, options),
+    );
   }
 
   /**
    * Deny a device's enrolment request: its next poll gets access_denied. Needs OPERATOR or higher.
    *
-   * `mutation DenyDeviceAuthorization`, the default operation for Mutation.denyDeviceAuthorization.
-   * Idempotent: the SDK makes one key per call and resends it on every retry; pass
-   * `options.idempotencyKey` (a key you persisted) to repeat a logical call across restarts. `replayed`
-   * says the server answered with the stored result of an earlier attempt. Privacy gate: `userCode`
-   * INTERNAL.
+   * Resolves to the operation's data; `.withResponse()` to the envelope (`data`, `replayed`, `attempts`,
+   * `idempotencyKey`, `extensions`, `response`). `mutation DenyDeviceAuthorization`, the default
+   * operation for Mutation.denyDeviceAuthorization. Idempotent: the SDK makes one key per call and
+   * resends it on every retry; pass `options.idempotencyKey` (a key you persisted) to repeat a logical
+   * call across restarts. `replayed` says the server answered with the stored result of an earlier
+   * attempt (`.withResponse()`). Privacy gate: `userCode` INTERNAL.
    */
   denyDeviceAuthorization(
     variables: T.DenyDeviceAuthorizationVariables,
     options?: CallOptions,
-  ): Promise<ExecuteResult<T.DenyDeviceAuthorizationData>> {
-    return this.client.execute<T.DenyDeviceAuthorizationData>(
-      operations.DenyDeviceAuthorization,
-      variables,
-      options,
+  ): APIPromise<T.DenyDeviceAuthorizationData> {
+    return new APIPromise(
+      this.client.execute<T.DenyDeviceAuthorizationData>(
+        operations.DenyDeviceAuthorization,
+        variables,
+        options,
+      ),
     );
   }
 
   /**
    * A device of the caller's tenant.
    *
-   * `query Device`, the default operation for Query.device.
+   * Resolves to the operation's data; `.withResponse()` to the envelope (`data`, `replayed`, `attempts`,
+   * `idempotencyKey`, `extensions`, `response`). `query Device`, the default operation for Query.device.
    */
-  device(variables: T.DeviceVariables, options?: CallOptions): Promise<ExecuteResult<T.DeviceData>> {
-    return this.client.execute<T.DeviceData>(operations.Device, variables, options);
+  device(variables: T.DeviceVariables, options?: CallOptions): APIPromise<T.DeviceData> {
+    return new APIPromise(this.client.execute<T.DeviceData>(operations.Device, variables, options));
   }
 
   /**
@@ -383,14 +428,17 @@ export class AgentGraph {
    * NOT_FOUND, and each such wrong code counts as a failed guess: the 6th within the window is
    * RATE_LIMITED (extensions.retryAfterMs).
    *
-   * `query DeviceAuthorization`, the default operation for Query.deviceAuthorization. Privacy gate:
-   * `userCode` INTERNAL.
+   * Resolves to the operation's data; `.withResponse()` to the envelope (`data`, `replayed`, `attempts`,
+   * `idempotencyKey`, `extensions`, `response`). `query DeviceAuthorization`, the default operation for
+   * Query.deviceAuthorization. Privacy gate: `userCode` INTERNAL.
    */
   deviceAuthorization(
     variables: T.DeviceAuthorizationVariables,
     options?: CallOptions,
-  ): Promise<ExecuteResult<T.DeviceAuthorizationData>> {
-    return this.client.execute<T.DeviceAuthorizationData>(operations.DeviceAuthorization, variables, options);
+  ): APIPromise<T.DeviceAuthorizationData> {
+    return new APIPromise(
+      this.client.execute<T.DeviceAuthorizationData>(operations.DeviceAuthorization, variables, options),
+    );
   }
 
   /**
@@ -398,22 +446,25 @@ export class AgentGraph {
    * clients behind proxies that end streams (poll it with the last seq handled). A device token may read
    * only its own device.
    *
-   * `query DeviceIntents`, the default operation for Query.deviceIntents.
+   * Resolves to the operation's data; `.withResponse()` to the envelope (`data`, `replayed`, `attempts`,
+   * `idempotencyKey`, `extensions`, `response`). `query DeviceIntents`, the default operation for
+   * Query.deviceIntents.
    */
-  deviceIntents(
-    variables: T.DeviceIntentsVariables,
-    options?: CallOptions,
-  ): Promise<ExecuteResult<T.DeviceIntentsData>> {
-    return this.client.execute<T.DeviceIntentsData>(operations.DeviceIntents, variables, options);
+  deviceIntents(variables: T.DeviceIntentsVariables, options?: CallOptions): APIPromise<T.DeviceIntentsData> {
+    return new APIPromise(
+      this.client.execute<T.DeviceIntentsData>(operations.DeviceIntents, variables, options),
+    );
   }
 
   /**
    * The devices of the caller's tenant, a page at a time (paginateDevices walks every page).
    *
-   * `query Devices` from schemas/operations/identity.graphql.
+   * Resolves to the operation's data; `.withResponse()` to the envelope (`data`, `replayed`, `attempts`,
+   * `idempotencyKey`, `extensions`, `response`). `query Devices` from
+   * schemas/operations/identity.graphql.
    */
-  devices(variables: T.DevicesVariables = {}, options?: CallOptions): Promise<ExecuteResult<T.DevicesData>> {
-    return this.client.execute<T.DevicesData>(operations.Devices, variables, options);
+  devices(variables: T.DevicesVariables = {}, options?: CallOptions): APIPromise<T.DevicesData> {
+    return new APIPromise(this.client.execute<T.DevicesData>(operations.Devices, variables, options));
   }
 
   /**
@@ -432,13 +483,17 @@ export class AgentGraph {
    * The emergency stop as it applies to the caller's tenant: the tenant's own and the deployment-wide
    * one.
    *
-   * `query EmergencyStop`, the default operation for Query.emergencyStop.
+   * Resolves to the operation's data; `.withResponse()` to the envelope (`data`, `replayed`, `attempts`,
+   * `idempotencyKey`, `extensions`, `response`). `query EmergencyStop`, the default operation for
+   * Query.emergencyStop.
    */
   emergencyStop(
     variables: T.EmergencyStopVariables = {},
     options?: CallOptions,
-  ): Promise<ExecuteResult<T.EmergencyStopData>> {
-    return this.client.execute<T.EmergencyStopData>(operations.EmergencyStop, variables, options);
+  ): APIPromise<T.EmergencyStopData> {
+    return new APIPromise(
+      this.client.execute<T.EmergencyStopData>(operations.EmergencyStop, variables, options),
+    );
   }
 
   /**
@@ -446,66 +501,81 @@ export class AgentGraph {
    * open stream of the tenant ends with EMERGENCY_STOP, and new streams and intents are refused until it
    * is lifted. Audited. Engaging it while it is engaged changes nothing (the first reason stays).
    *
-   * `mutation EngageEmergencyStop`, the default operation for Mutation.engageEmergencyStop. Idempotent:
-   * the SDK makes one key per call and resends it on every retry; pass `options.idempotencyKey` (a key
-   * you persisted) to repeat a logical call across restarts. `replayed` says the server answered with
-   * the stored result of an earlier attempt. Privacy gate: `reason` INTERNAL.
+   * Resolves to the operation's data; `.withResponse()` to the envelope (`data`, `replayed`, `attempts`,
+   * `idempotencyKey`, `extensions`, `response`). `mutation EngageEmergencyStop`, the default operation
+   * for Mutation.engageEmergencyStop. Idempotent: the SDK makes one key per call and resends it on every
+   * retry; pass `options.idempotencyKey` (a key you persisted) to repeat a logical call across restarts.
+   * `replayed` says the server answered with the stored result of an earlier attempt
+   * (`.withResponse()`). Privacy gate: `reason` INTERNAL.
    */
   engageEmergencyStop(
     variables: T.EngageEmergencyStopVariables,
     options?: CallOptions,
-  ): Promise<ExecuteResult<T.EngageEmergencyStopData>> {
-    return this.client.execute<T.EngageEmergencyStopData>(operations.EngageEmergencyStop, variables, options);
+  ): APIPromise<T.EngageEmergencyStopData> {
+    return new APIPromise(
+      this.client.execute<T.EngageEmergencyStopData>(operations.EngageEmergencyStop, variables, options),
+    );
   }
 
   /**
    * Erase all memory of the caller's tenant (OWNER or ADMIN); an audit record stays.
    *
-   * `mutation EraseTenantMemory` from schemas/operations/memory.graphql. Idempotent: the SDK makes one
-   * key per call and resends it on every retry; pass `options.idempotencyKey` (a key you persisted) to
-   * repeat a logical call across restarts. `replayed` says the server answered with the stored result of
-   * an earlier attempt.
+   * Resolves to the operation's data; `.withResponse()` to the envelope (`data`, `replayed`, `attempts`,
+   * `idempotencyKey`, `extensions`, `response`). `mutation EraseTenantMemory` from
+   * schemas/operations/memory.graphql. Idempotent: the SDK makes one key per call and resends it on
+   * every retry; pass `options.idempotencyKey` (a key you persisted) to repeat a logical call across
+   * restarts. `replayed` says the server answered with the stored result of an earlier attempt
+   * (`.withResponse()`).
    */
   eraseTenantMemory(
     variables: T.EraseTenantMemoryVariables = {},
     options?: CallOptions,
-  ): Promise<ExecuteResult<T.EraseTenantMemoryData>> {
-    return this.client.execute<T.EraseTenantMemoryData>(operations.EraseTenantMemory, variables, options);
+  ): APIPromise<T.EraseTenantMemoryData> {
+    return new APIPromise(
+      this.client.execute<T.EraseTenantMemoryData>(operations.EraseTenantMemory, variables, options),
+    );
   }
 
   /**
    * An intent of the caller's tenant (a device token sees only its own device's intents).
    *
-   * `query Intent`, the default operation for Query.intent.
+   * Resolves to the operation's data; `.withResponse()` to the envelope (`data`, `replayed`, `attempts`,
+   * `idempotencyKey`, `extensions`, `response`). `query Intent`, the default operation for Query.intent.
    */
-  intent(variables: T.IntentVariables, options?: CallOptions): Promise<ExecuteResult<T.IntentData>> {
-    return this.client.execute<T.IntentData>(operations.Intent, variables, options);
+  intent(variables: T.IntentVariables, options?: CallOptions): APIPromise<T.IntentData> {
+    return new APIPromise(this.client.execute<T.IntentData>(operations.Intent, variables, options));
   }
 
   /**
    * Lift the tenant's emergency stop (ADMIN or OWNER). Audited. The deployment-wide stop is lifted by
    * operators only.
    *
-   * `mutation LiftEmergencyStop`, the default operation for Mutation.liftEmergencyStop. Idempotent: the
-   * SDK makes one key per call and resends it on every retry; pass `options.idempotencyKey` (a key you
-   * persisted) to repeat a logical call across restarts. `replayed` says the server answered with the
-   * stored result of an earlier attempt.
+   * Resolves to the operation's data; `.withResponse()` to the envelope (`data`, `replayed`, `attempts`,
+   * `idempotencyKey`, `extensions`, `response`). `mutation LiftEmergencyStop`, the default operation for
+   * Mutation.liftEmergencyStop. Idempotent: the SDK makes one key per call and resends it on every
+   * retry; pass `options.idempotencyKey` (a key you persisted) to repeat a logical call across restarts.
+   * `replayed` says the server answered with the stored result of an earlier attempt
+   * (`.withResponse()`).
    */
   liftEmergencyStop(
     variables: T.LiftEmergencyStopVariables = {},
     options?: CallOptions,
-  ): Promise<ExecuteResult<T.LiftEmergencyStopData>> {
-    return this.client.execute<T.LiftEmergencyStopData>(operations.LiftEmergencyStop, variables, options);
+  ): APIPromise<T.LiftEmergencyStopData> {
+    return new APIPromise(
+      this.client.execute<T.LiftEmergencyStopData>(operations.LiftEmergencyStop, variables, options),
+    );
   }
 
   /**
    * The members of the caller's tenant and their roles, a page at a time (paginateMembers walks every
    * page).
    *
-   * `query Members` from schemas/operations/identity.graphql.
+   * Resolves to the operation's data; `.withResponse()` to the envelope (`data`, `replayed`, `attempts`,
+   * `idempotencyKey`, `extensions`, `response`). `query Members` from
+   * schemas/operations/identity.graphql.
    */
-  members(variables: T.MembersVariables = {}, options?: CallOptions): Promise<ExecuteResult<T.MembersData>> {
-    return this.client.execute<T.MembersData>(operations.Members, variables, options);
+  members(variables: T.MembersVariables = {}, options?: CallOptions): APIPromise<T.MembersData> {
+    return new APIPromise(this.client.execute<T.MembersData>(operations.Members, variables, options));
   }
 
   /**
@@ -523,13 +593,12 @@ export class AgentGraph {
   /**
    * The tenant's indexing jobs, newest first, optionally of one state (OWNER or ADMIN).
    *
-   * `query MemoryJobs` from schemas/operations/memory.graphql.
+   * Resolves to the operation's data; `.withResponse()` to the envelope (`data`, `replayed`, `attempts`,
+   * `idempotencyKey`, `extensions`, `response`). `query MemoryJobs` from
+   * schemas/operations/memory.graphql.
    */
-  memoryJobs(
-    variables: T.MemoryJobsVariables = {},
-    options?: CallOptions,
-  ): Promise<ExecuteResult<T.MemoryJobsData>> {
-    return this.client.execute<T.MemoryJobsData>(operations.MemoryJobs, variables, options);
+  memoryJobs(variables: T.MemoryJobsVariables = {}, options?: CallOptions): APIPromise<T.MemoryJobsData> {
+    return new APIPromise(this.client.execute<T.MemoryJobsData>(operations.MemoryJobs, variables, options));
   }
 
   /**
@@ -547,23 +616,25 @@ export class AgentGraph {
   /**
    * One record (null when it does not exist, has expired, or is not visible to the caller).
    *
-   * `query MemoryRecord` from schemas/operations/memory.graphql.
+   * Resolves to the operation's data; `.withResponse()` to the envelope (`data`, `replayed`, `attempts`,
+   * `idempotencyKey`, `extensions`, `response`). `query MemoryRecord` from
+   * schemas/operations/memory.graphql.
    */
-  memoryRecord(
-    variables: T.MemoryRecordVariables,
-    options?: CallOptions,
-  ): Promise<ExecuteResult<T.MemoryRecordData>> {
-    return this.client.execute<T.MemoryRecordData>(operations.MemoryRecord, variables, options);
+  memoryRecord(variables: T.MemoryRecordVariables, options?: CallOptions): APIPromise<T.MemoryRecordData> {
+    return new APIPromise(
+      this.client.execute<T.MemoryRecordData>(operations.MemoryRecord, variables, options),
+    );
   }
 
   /**
    * One plugin with its releases, newest declared first, a page at a time (paginatePlugin walks every
    * release).
    *
-   * `query Plugin` from schemas/operations/catalog.graphql.
+   * Resolves to the operation's data; `.withResponse()` to the envelope (`data`, `replayed`, `attempts`,
+   * `idempotencyKey`, `extensions`, `response`). `query Plugin` from schemas/operations/catalog.graphql.
    */
-  plugin(variables: T.PluginVariables, options?: CallOptions): Promise<ExecuteResult<T.PluginData>> {
-    return this.client.execute<T.PluginData>(operations.Plugin, variables, options);
+  plugin(variables: T.PluginVariables, options?: CallOptions): APIPromise<T.PluginData> {
+    return new APIPromise(this.client.execute<T.PluginData>(operations.Plugin, variables, options));
   }
 
   /**
@@ -582,10 +653,12 @@ export class AgentGraph {
   /**
    * Plugins of the caller's tenant, by name.
    *
-   * `query Plugins`, the default operation for Query.plugins.
+   * Resolves to the operation's data; `.withResponse()` to the envelope (`data`, `replayed`, `attempts`,
+   * `idempotencyKey`, `extensions`, `response`). `query Plugins`, the default operation for
+   * Query.plugins.
    */
-  plugins(variables: T.PluginsVariables = {}, options?: CallOptions): Promise<ExecuteResult<T.PluginsData>> {
-    return this.client.execute<T.PluginsData>(operations.Plugins, variables, options);
+  plugins(variables: T.PluginsVariables = {}, options?: CallOptions): APIPromise<T.PluginsData> {
+    return new APIPromise(this.client.execute<T.PluginsData>(operations.Plugins, variables, options));
   }
 
   /**
@@ -604,31 +677,34 @@ export class AgentGraph {
    * Append a message to a room's log. The body is PERSONAL: the client's privacy policy must allow
    * PERSONAL.
    *
-   * `mutation PostMessage` from schemas/operations/coordination.graphql. Idempotent: the SDK makes one
-   * key per call and resends it on every retry; pass `options.idempotencyKey` (a key you persisted) to
-   * repeat a logical call across restarts. `replayed` says the server answered with the stored result of
-   * an earlier attempt. Privacy gate: `input.body` PERSONAL.
+   * Resolves to the operation's data; `.withResponse()` to the envelope (`data`, `replayed`, `attempts`,
+   * `idempotencyKey`, `extensions`, `response`). `mutation PostMessage` from
+   * schemas/operations/coordination.graphql. Idempotent: the SDK makes one key per call and resends it
+   * on every retry; pass `options.idempotencyKey` (a key you persisted) to repeat a logical call across
+   * restarts. `replayed` says the server answered with the stored result of an earlier attempt
+   * (`.withResponse()`). Privacy gate: `input.body` PERSONAL.
    */
-  postMessage(
-    variables: T.PostMessageVariables,
-    options?: CallOptions,
-  ): Promise<ExecuteResult<T.PostMessageData>> {
-    return this.client.execute<T.PostMessageData>(operations.PostMessage, variables, options);
+  postMessage(variables: T.PostMessageVariables, options?: CallOptions): APIPromise<T.PostMessageData> {
+    return new APIPromise(this.client.execute<T.PostMessageData>(operations.PostMessage, variables, options));
   }
 
   /**
    * Move an approved release to the next channel (alpha → beta → stable).
    *
-   * `mutation PromoteRelease` from schemas/operations/catalog.graphql. Idempotent: the SDK makes one key
-   * per call and resends it on every retry; pass `options.idempotencyKey` (a key you persisted) to
-   * repeat a logical call across restarts. `replayed` says the server answered with the stored result of
-   * an earlier attempt.
+   * Resolves to the operation's data; `.withResponse()` to the envelope (`data`, `replayed`, `attempts`,
+   * `idempotencyKey`, `extensions`, `response`). `mutation PromoteRelease` from
+   * schemas/operations/catalog.graphql. Idempotent: the SDK makes one key per call and resends it on
+   * every retry; pass `options.idempotencyKey` (a key you persisted) to repeat a logical call across
+   * restarts. `replayed` says the server answered with the stored result of an earlier attempt
+   * (`.withResponse()`).
    */
   promoteRelease(
     variables: T.PromoteReleaseVariables,
     options?: CallOptions,
-  ): Promise<ExecuteResult<T.PromoteReleaseData>> {
-    return this.client.execute<T.PromoteReleaseData>(operations.PromoteRelease, variables, options);
+  ): APIPromise<T.PromoteReleaseData> {
+    return new APIPromise(
+      this.client.execute<T.PromoteReleaseData>(operations.PromoteRelease, variables, options),
+    );
   }
 
   /**
@@ -639,20 +715,19 @@ export class AgentGraph {
    * keep bulk answers small (read the record for what a REDACT workspace stored). content, metadata and
    * embedding are PERSONAL, as in putMemory.
    *
-   * `mutation PutMemories` from schemas/operations/memory.graphql. Idempotent: the SDK makes one key per
-   * call and resends it on every retry; pass `options.idempotencyKey` (a key you persisted) to repeat a
-   * logical call across restarts. `replayed` says the server answered with the stored result of an
-   * earlier attempt. Privacy gate: `input.records` INTERNAL, `input.records[].content` PERSONAL,
+   * Resolves to the operation's data; `.withResponse()` to the envelope (`data`, `replayed`, `attempts`,
+   * `idempotencyKey`, `extensions`, `response`). `mutation PutMemories` from
+   * schemas/operations/memory.graphql. Idempotent: the SDK makes one key per call and resends it on
+   * every retry; pass `options.idempotencyKey` (a key you persisted) to repeat a logical call across
+   * restarts. `replayed` says the server answered with the stored result of an earlier attempt
+   * (`.withResponse()`). Privacy gate: `input.records` INTERNAL, `input.records[].content` PERSONAL,
    * `input.records[].embedding` PERSONAL, `input.records[].expectedVersion` INTERNAL,
    * `input.records[].expiresAt` INTERNAL, `input.records[].id` INTERNAL, `input.records[].kind`
    * INTERNAL, `input.records[].metadata` PERSONAL, `input.records[].tags` INTERNAL,
    * `input.records[].workspaceId` INTERNAL.
    */
-  putMemories(
-    variables: T.PutMemoriesVariables,
-    options?: CallOptions,
-  ): Promise<ExecuteResult<T.PutMemoriesData>> {
-    return this.client.execute<T.PutMemoriesData>(operations.PutMemories, variables, options);
+  putMemories(variables: T.PutMemoriesVariables, options?: CallOptions): APIPromise<T.PutMemoriesData> {
+    return new APIPromise(this.client.execute<T.PutMemoriesData>(operations.PutMemories, variables, options));
   }
 
   /**
@@ -661,56 +736,65 @@ export class AgentGraph {
    * (VERSION_CONFLICT otherwise). content, metadata and embedding are PERSONAL: the client's privacy
    * policy must allow PERSONAL.
    *
-   * `mutation PutMemory` from schemas/operations/memory.graphql. Idempotent: the SDK makes one key per
-   * call and resends it on every retry; pass `options.idempotencyKey` (a key you persisted) to repeat a
-   * logical call across restarts. `replayed` says the server answered with the stored result of an
-   * earlier attempt. Privacy gate: `input.content` PERSONAL, `input.embedding` PERSONAL,
+   * Resolves to the operation's data; `.withResponse()` to the envelope (`data`, `replayed`, `attempts`,
+   * `idempotencyKey`, `extensions`, `response`). `mutation PutMemory` from
+   * schemas/operations/memory.graphql. Idempotent: the SDK makes one key per call and resends it on
+   * every retry; pass `options.idempotencyKey` (a key you persisted) to repeat a logical call across
+   * restarts. `replayed` says the server answered with the stored result of an earlier attempt
+   * (`.withResponse()`). Privacy gate: `input.content` PERSONAL, `input.embedding` PERSONAL,
    * `input.expiresAt` INTERNAL, `input.kind` INTERNAL, `input.metadata` PERSONAL, `input.tags` INTERNAL,
    * `input.workspaceId` INTERNAL.
    */
-  putMemory(variables: T.PutMemoryVariables, options?: CallOptions): Promise<ExecuteResult<T.PutMemoryData>> {
-    return this.client.execute<T.PutMemoryData>(operations.PutMemory, variables, options);
+  putMemory(variables: T.PutMemoryVariables, options?: CallOptions): APIPromise<T.PutMemoryData> {
+    return new APIPromise(this.client.execute<T.PutMemoryData>(operations.PutMemory, variables, options));
   }
 
   /**
    * Register a desktop device for the caller. It starts PENDING until enrolment completes.
    *
-   * `mutation RegisterDevice`, the default operation for Mutation.registerDevice. Idempotent: the SDK
-   * makes one key per call and resends it on every retry; pass `options.idempotencyKey` (a key you
-   * persisted) to repeat a logical call across restarts. `replayed` says the server answered with the
-   * stored result of an earlier attempt. Privacy gate: `input.name` INTERNAL, `input.platform` PUBLIC.
+   * Resolves to the operation's data; `.withResponse()` to the envelope (`data`, `replayed`, `attempts`,
+   * `idempotencyKey`, `extensions`, `response`). `mutation RegisterDevice`, the default operation for
+   * Mutation.registerDevice. Idempotent: the SDK makes one key per call and resends it on every retry;
+   * pass `options.idempotencyKey` (a key you persisted) to repeat a logical call across restarts.
+   * `replayed` says the server answered with the stored result of an earlier attempt
+   * (`.withResponse()`). Privacy gate: `input.name` INTERNAL, `input.platform` PUBLIC.
    * @deprecated Devices enrol with the device authorization grant (RFC 8628); see
    * approveDeviceAuthorization.
    */
   registerDevice(
     variables: T.RegisterDeviceVariables,
     options?: CallOptions,
-  ): Promise<ExecuteResult<T.RegisterDeviceData>> {
-    return this.client.execute<T.RegisterDeviceData>(operations.RegisterDevice, variables, options);
+  ): APIPromise<T.RegisterDeviceData> {
+    return new APIPromise(
+      this.client.execute<T.RegisterDeviceData>(operations.RegisterDevice, variables, options),
+    );
   }
 
   /**
    * Reject a release in review, with the reason the uploader sees.
    *
-   * `mutation RejectRelease` from schemas/operations/catalog.graphql. Idempotent: the SDK makes one key
-   * per call and resends it on every retry; pass `options.idempotencyKey` (a key you persisted) to
-   * repeat a logical call across restarts. `replayed` says the server answered with the stored result of
-   * an earlier attempt. Privacy gate: `reason` INTERNAL.
+   * Resolves to the operation's data; `.withResponse()` to the envelope (`data`, `replayed`, `attempts`,
+   * `idempotencyKey`, `extensions`, `response`). `mutation RejectRelease` from
+   * schemas/operations/catalog.graphql. Idempotent: the SDK makes one key per call and resends it on
+   * every retry; pass `options.idempotencyKey` (a key you persisted) to repeat a logical call across
+   * restarts. `replayed` says the server answered with the stored result of an earlier attempt
+   * (`.withResponse()`). Privacy gate: `reason` INTERNAL.
    */
-  rejectRelease(
-    variables: T.RejectReleaseVariables,
-    options?: CallOptions,
-  ): Promise<ExecuteResult<T.RejectReleaseData>> {
-    return this.client.execute<T.RejectReleaseData>(operations.RejectRelease, variables, options);
+  rejectRelease(variables: T.RejectReleaseVariables, options?: CallOptions): APIPromise<T.RejectReleaseData> {
+    return new APIPromise(
+      this.client.execute<T.RejectReleaseData>(operations.RejectRelease, variables, options),
+    );
   }
 
   /**
    * One release with its package digests, analysis report (signed envelope) and audit trail.
    *
-   * `query Release` from schemas/operations/catalog.graphql.
+   * Resolves to the operation's data; `.withResponse()` to the envelope (`data`, `replayed`, `attempts`,
+   * `idempotencyKey`, `extensions`, `response`). `query Release` from
+   * schemas/operations/catalog.graphql.
    */
-  release(variables: T.ReleaseVariables, options?: CallOptions): Promise<ExecuteResult<T.ReleaseData>> {
-    return this.client.execute<T.ReleaseData>(operations.Release, variables, options);
+  release(variables: T.ReleaseVariables, options?: CallOptions): APIPromise<T.ReleaseData> {
+    return new APIPromise(this.client.execute<T.ReleaseData>(operations.Release, variables, options));
   }
 
   /**
@@ -718,31 +802,33 @@ export class AgentGraph {
    * refused within a second, and their devices are revoked and handed to the caller. Same role rules as
    * changeMemberRole.
    *
-   * `mutation RemoveMember`, the default operation for Mutation.removeMember. Idempotent: the SDK makes
-   * one key per call and resends it on every retry; pass `options.idempotencyKey` (a key you persisted)
-   * to repeat a logical call across restarts. `replayed` says the server answered with the stored result
-   * of an earlier attempt. Privacy gate: `userId` INTERNAL.
+   * Resolves to the operation's data; `.withResponse()` to the envelope (`data`, `replayed`, `attempts`,
+   * `idempotencyKey`, `extensions`, `response`). `mutation RemoveMember`, the default operation for
+   * Mutation.removeMember. Idempotent: the SDK makes one key per call and resends it on every retry;
+   * pass `options.idempotencyKey` (a key you persisted) to repeat a logical call across restarts.
+   * `replayed` says the server answered with the stored result of an earlier attempt
+   * (`.withResponse()`). Privacy gate: `userId` INTERNAL.
    */
-  removeMember(
-    variables: T.RemoveMemberVariables,
-    options?: CallOptions,
-  ): Promise<ExecuteResult<T.RemoveMemberData>> {
-    return this.client.execute<T.RemoveMemberData>(operations.RemoveMember, variables, options);
+  removeMember(variables: T.RemoveMemberVariables, options?: CallOptions): APIPromise<T.RemoveMemberData> {
+    return new APIPromise(
+      this.client.execute<T.RemoveMemberData>(operations.RemoveMember, variables, options),
+    );
   }
 
   /**
    * Rename a device. The device's owner or an ADMIN or OWNER.
    *
-   * `mutation RenameDevice`, the default operation for Mutation.renameDevice. Idempotent: the SDK makes
-   * one key per call and resends it on every retry; pass `options.idempotencyKey` (a key you persisted)
-   * to repeat a logical call across restarts. `replayed` says the server answered with the stored result
-   * of an earlier attempt. Privacy gate: `id` INTERNAL, `name` INTERNAL.
+   * Resolves to the operation's data; `.withResponse()` to the envelope (`data`, `replayed`, `attempts`,
+   * `idempotencyKey`, `extensions`, `response`). `mutation RenameDevice`, the default operation for
+   * Mutation.renameDevice. Idempotent: the SDK makes one key per call and resends it on every retry;
+   * pass `options.idempotencyKey` (a key you persisted) to repeat a logical call across restarts.
+   * `replayed` says the server answered with the stored result of an earlier attempt
+   * (`.withResponse()`). Privacy gate: `id` INTERNAL, `name` INTERNAL.
    */
-  renameDevice(
-    variables: T.RenameDeviceVariables,
-    options?: CallOptions,
-  ): Promise<ExecuteResult<T.RenameDeviceData>> {
-    return this.client.execute<T.RenameDeviceData>(operations.RenameDevice, variables, options);
+  renameDevice(variables: T.RenameDeviceVariables, options?: CallOptions): APIPromise<T.RenameDeviceData> {
+    return new APIPromise(
+      this.client.execute<T.RenameDeviceData>(operations.RenameDevice, variables, options),
+    );
   }
 
   /**
@@ -751,28 +837,31 @@ export class AgentGraph {
    * report), iat, intent (intent id), state, reason (optional). Only the intent's device may report,
    * with its own access token.
    *
-   * `mutation ReportIntentState`, the default operation for Mutation.reportIntentState. Idempotent: the
-   * SDK makes one key per call and resends it on every retry; pass `options.idempotencyKey` (a key you
-   * persisted) to repeat a logical call across restarts. `replayed` says the server answered with the
-   * stored result of an earlier attempt. Privacy gate: `report` INTERNAL.
+   * Resolves to the operation's data; `.withResponse()` to the envelope (`data`, `replayed`, `attempts`,
+   * `idempotencyKey`, `extensions`, `response`). `mutation ReportIntentState`, the default operation for
+   * Mutation.reportIntentState. Idempotent: the SDK makes one key per call and resends it on every
+   * retry; pass `options.idempotencyKey` (a key you persisted) to repeat a logical call across restarts.
+   * `replayed` says the server answered with the stored result of an earlier attempt
+   * (`.withResponse()`). Privacy gate: `report` INTERNAL.
    */
   reportIntentState(
     variables: T.ReportIntentStateVariables,
     options?: CallOptions,
-  ): Promise<ExecuteResult<T.ReportIntentStateData>> {
-    return this.client.execute<T.ReportIntentStateData>(operations.ReportIntentState, variables, options);
+  ): APIPromise<T.ReportIntentStateData> {
+    return new APIPromise(
+      this.client.execute<T.ReportIntentStateData>(operations.ReportIntentState, variables, options),
+    );
   }
 
   /**
    * Releases waiting for a decision, oldest upload first.
    *
-   * `query ReviewQueue` from schemas/operations/catalog.graphql.
+   * Resolves to the operation's data; `.withResponse()` to the envelope (`data`, `replayed`, `attempts`,
+   * `idempotencyKey`, `extensions`, `response`). `query ReviewQueue` from
+   * schemas/operations/catalog.graphql.
    */
-  reviewQueue(
-    variables: T.ReviewQueueVariables = {},
-    options?: CallOptions,
-  ): Promise<ExecuteResult<T.ReviewQueueData>> {
-    return this.client.execute<T.ReviewQueueData>(operations.ReviewQueue, variables, options);
+  reviewQueue(variables: T.ReviewQueueVariables = {}, options?: CallOptions): APIPromise<T.ReviewQueueData> {
+    return new APIPromise(this.client.execute<T.ReviewQueueData>(operations.ReviewQueue, variables, options));
   }
 
   /**
@@ -797,52 +886,57 @@ export class AgentGraph {
    * Revoke a device: status REVOKED, its refresh tokens deleted and its access tokens refused everywhere
    * within a second. The device's owner or an ADMIN or OWNER. Revoking a revoked device changes nothing.
    *
-   * `mutation RevokeDevice`, the default operation for Mutation.revokeDevice. Idempotent: the SDK makes
-   * one key per call and resends it on every retry; pass `options.idempotencyKey` (a key you persisted)
-   * to repeat a logical call across restarts. `replayed` says the server answered with the stored result
-   * of an earlier attempt. Privacy gate: `id` INTERNAL.
+   * Resolves to the operation's data; `.withResponse()` to the envelope (`data`, `replayed`, `attempts`,
+   * `idempotencyKey`, `extensions`, `response`). `mutation RevokeDevice`, the default operation for
+   * Mutation.revokeDevice. Idempotent: the SDK makes one key per call and resends it on every retry;
+   * pass `options.idempotencyKey` (a key you persisted) to repeat a logical call across restarts.
+   * `replayed` says the server answered with the stored result of an earlier attempt
+   * (`.withResponse()`). Privacy gate: `id` INTERNAL.
    */
-  revokeDevice(
-    variables: T.RevokeDeviceVariables,
-    options?: CallOptions,
-  ): Promise<ExecuteResult<T.RevokeDeviceData>> {
-    return this.client.execute<T.RevokeDeviceData>(operations.RevokeDevice, variables, options);
+  revokeDevice(variables: T.RevokeDeviceVariables, options?: CallOptions): APIPromise<T.RevokeDeviceData> {
+    return new APIPromise(
+      this.client.execute<T.RevokeDeviceData>(operations.RevokeDevice, variables, options),
+    );
   }
 
   /**
    * Withdraw an approved release: TUF clients stop seeing it on their next refresh.
    *
-   * `mutation RevokeRelease` from schemas/operations/catalog.graphql. Idempotent: the SDK makes one key
-   * per call and resends it on every retry; pass `options.idempotencyKey` (a key you persisted) to
-   * repeat a logical call across restarts. `replayed` says the server answered with the stored result of
-   * an earlier attempt. Privacy gate: `reason` INTERNAL.
+   * Resolves to the operation's data; `.withResponse()` to the envelope (`data`, `replayed`, `attempts`,
+   * `idempotencyKey`, `extensions`, `response`). `mutation RevokeRelease` from
+   * schemas/operations/catalog.graphql. Idempotent: the SDK makes one key per call and resends it on
+   * every retry; pass `options.idempotencyKey` (a key you persisted) to repeat a logical call across
+   * restarts. `replayed` says the server answered with the stored result of an earlier attempt
+   * (`.withResponse()`). Privacy gate: `reason` INTERNAL.
    */
-  revokeRelease(
-    variables: T.RevokeReleaseVariables,
-    options?: CallOptions,
-  ): Promise<ExecuteResult<T.RevokeReleaseData>> {
-    return this.client.execute<T.RevokeReleaseData>(operations.RevokeRelease, variables, options);
+  revokeRelease(variables: T.RevokeReleaseVariables, options?: CallOptions): APIPromise<T.RevokeReleaseData> {
+    return new APIPromise(
+      this.client.execute<T.RevokeReleaseData>(operations.RevokeRelease, variables, options),
+    );
   }
 
   /**
    * One room (null when it does not exist or is not visible to the caller).
    *
-   * `query Room` from schemas/operations/coordination.graphql.
+   * Resolves to the operation's data; `.withResponse()` to the envelope (`data`, `replayed`, `attempts`,
+   * `idempotencyKey`, `extensions`, `response`). `query Room` from
+   * schemas/operations/coordination.graphql.
    */
-  room(variables: T.RoomVariables, options?: CallOptions): Promise<ExecuteResult<T.RoomData>> {
-    return this.client.execute<T.RoomData>(operations.Room, variables, options);
+  room(variables: T.RoomVariables, options?: CallOptions): APIPromise<T.RoomData> {
+    return new APIPromise(this.client.execute<T.RoomData>(operations.Room, variables, options));
   }
 
   /**
    * A room's message log in sequence order, a page at a time (paginateRoomMessages walks every page).
    *
-   * `query RoomMessages` from schemas/operations/coordination.graphql.
+   * Resolves to the operation's data; `.withResponse()` to the envelope (`data`, `replayed`, `attempts`,
+   * `idempotencyKey`, `extensions`, `response`). `query RoomMessages` from
+   * schemas/operations/coordination.graphql.
    */
-  roomMessages(
-    variables: T.RoomMessagesVariables,
-    options?: CallOptions,
-  ): Promise<ExecuteResult<T.RoomMessagesData>> {
-    return this.client.execute<T.RoomMessagesData>(operations.RoomMessages, variables, options);
+  roomMessages(variables: T.RoomMessagesVariables, options?: CallOptions): APIPromise<T.RoomMessagesData> {
+    return new APIPromise(
+      this.client.execute<T.RoomMessagesData>(operations.RoomMessages, variables, options),
+    );
   }
 
   /**
@@ -867,10 +961,12 @@ export class AgentGraph {
   /**
    * The rooms of the caller's tenant, a page at a time (paginateRooms walks every page).
    *
-   * `query Rooms` from schemas/operations/coordination.graphql.
+   * Resolves to the operation's data; `.withResponse()` to the envelope (`data`, `replayed`, `attempts`,
+   * `idempotencyKey`, `extensions`, `response`). `query Rooms` from
+   * schemas/operations/coordination.graphql.
    */
-  rooms(variables: T.RoomsVariables = {}, options?: CallOptions): Promise<ExecuteResult<T.RoomsData>> {
-    return this.client.execute<T.RoomsData>(operations.Rooms, variables, options);
+  rooms(variables: T.RoomsVariables = {}, options?: CallOptions): APIPromise<T.RoomsData> {
+    return new APIPromise(this.client.execute<T.RoomsData>(operations.Rooms, variables, options));
   }
 
   /**
@@ -890,31 +986,32 @@ export class AgentGraph {
    * A top-level role's rotation publishes a new root version, signed by the old and the new root keys
    * for a root rotation. OWNER only.
    *
-   * `mutation RotateTufKey`, the default operation for Mutation.rotateTufKey. Idempotent: the SDK makes
-   * one key per call and resends it on every retry; pass `options.idempotencyKey` (a key you persisted)
-   * to repeat a logical call across restarts. `replayed` says the server answered with the stored result
-   * of an earlier attempt.
+   * Resolves to the operation's data; `.withResponse()` to the envelope (`data`, `replayed`, `attempts`,
+   * `idempotencyKey`, `extensions`, `response`). `mutation RotateTufKey`, the default operation for
+   * Mutation.rotateTufKey. Idempotent: the SDK makes one key per call and resends it on every retry;
+   * pass `options.idempotencyKey` (a key you persisted) to repeat a logical call across restarts.
+   * `replayed` says the server answered with the stored result of an earlier attempt
+   * (`.withResponse()`).
    */
-  rotateTufKey(
-    variables: T.RotateTufKeyVariables,
-    options?: CallOptions,
-  ): Promise<ExecuteResult<T.RotateTufKeyData>> {
-    return this.client.execute<T.RotateTufKeyData>(operations.RotateTufKey, variables, options);
+  rotateTufKey(variables: T.RotateTufKeyVariables, options?: CallOptions): APIPromise<T.RotateTufKeyData> {
+    return new APIPromise(
+      this.client.execute<T.RotateTufKeyData>(operations.RotateTufKey, variables, options),
+    );
   }
 
   /**
    * Full-text and/or embedding search in one workspace, best first, with the scores.
    *
-   * `query SearchMemory` from schemas/operations/memory.graphql. Privacy gate: `query.embedding`
-   * PERSONAL, `query.filter` INTERNAL, `query.filter.authorId` INTERNAL, `query.filter.kind` INTERNAL,
-   * `query.filter.tag` INTERNAL, `query.filter.updatedSince` INTERNAL, `query.text` PERSONAL,
-   * `query.textWeight` INTERNAL.
+   * Resolves to the operation's data; `.withResponse()` to the envelope (`data`, `replayed`, `attempts`,
+   * `idempotencyKey`, `extensions`, `response`). `query SearchMemory` from
+   * schemas/operations/memory.graphql. Privacy gate: `query.embedding` PERSONAL, `query.filter`
+   * INTERNAL, `query.filter.authorId` INTERNAL, `query.filter.kind` INTERNAL, `query.filter.tag`
+   * INTERNAL, `query.filter.updatedSince` INTERNAL, `query.text` PERSONAL, `query.textWeight` INTERNAL.
    */
-  searchMemory(
-    variables: T.SearchMemoryVariables,
-    options?: CallOptions,
-  ): Promise<ExecuteResult<T.SearchMemoryData>> {
-    return this.client.execute<T.SearchMemoryData>(operations.SearchMemory, variables, options);
+  searchMemory(variables: T.SearchMemoryVariables, options?: CallOptions): APIPromise<T.SearchMemoryData> {
+    return new APIPromise(
+      this.client.execute<T.SearchMemoryData>(operations.SearchMemory, variables, options),
+    );
   }
 
   /**
@@ -939,32 +1036,39 @@ export class AgentGraph {
    * Send a message to an agent address (an enrolled device or a user), or answer one you received
    * (replyTo). The body is PERSONAL: the client's privacy policy must allow PERSONAL.
    *
-   * `mutation SendAgentMessage` from schemas/operations/coordination.graphql. Idempotent: the SDK makes
-   * one key per call and resends it on every retry; pass `options.idempotencyKey` (a key you persisted)
-   * to repeat a logical call across restarts. `replayed` says the server answered with the stored result
-   * of an earlier attempt. Privacy gate: `input.body` PERSONAL, `input.contentType` PUBLIC,
+   * Resolves to the operation's data; `.withResponse()` to the envelope (`data`, `replayed`, `attempts`,
+   * `idempotencyKey`, `extensions`, `response`). `mutation SendAgentMessage` from
+   * schemas/operations/coordination.graphql. Idempotent: the SDK makes one key per call and resends it
+   * on every retry; pass `options.idempotencyKey` (a key you persisted) to repeat a logical call across
+   * restarts. `replayed` says the server answered with the stored result of an earlier attempt
+   * (`.withResponse()`). Privacy gate: `input.body` PERSONAL, `input.contentType` PUBLIC,
    * `input.correlationId` INTERNAL, `input.expiresInSeconds` PUBLIC, `input.replyTo` INTERNAL,
    * `input.to` INTERNAL, `input.to.deviceId` INTERNAL, `input.to.userId` INTERNAL.
    */
   sendAgentMessage(
     variables: T.SendAgentMessageVariables,
     options?: CallOptions,
-  ): Promise<ExecuteResult<T.SendAgentMessageData>> {
-    return this.client.execute<T.SendAgentMessageData>(operations.SendAgentMessage, variables, options);
+  ): APIPromise<T.SendAgentMessageData> {
+    return new APIPromise(
+      this.client.execute<T.SendAgentMessageData>(operations.SendAgentMessage, variables, options),
+    );
   }
 
   /**
    * Messages the caller sent, newest first, with their states (paginateSentAgentMessages walks every
    * page).
    *
-   * `query SentAgentMessages` from schemas/operations/coordination.graphql. Privacy gate:
-   * `correlationId` INTERNAL.
+   * Resolves to the operation's data; `.withResponse()` to the envelope (`data`, `replayed`, `attempts`,
+   * `idempotencyKey`, `extensions`, `response`). `query SentAgentMessages` from
+   * schemas/operations/coordination.graphql. Privacy gate: `correlationId` INTERNAL.
    */
   sentAgentMessages(
     variables: T.SentAgentMessagesVariables = {},
     options?: CallOptions,
-  ): Promise<ExecuteResult<T.SentAgentMessagesData>> {
-    return this.client.execute<T.SentAgentMessagesData>(operations.SentAgentMessages, variables, options);
+  ): APIPromise<T.SentAgentMessagesData> {
+    return new APIPromise(
+      this.client.execute<T.SentAgentMessagesData>(operations.SentAgentMessages, variables, options),
+    );
   }
 
   /**
@@ -988,103 +1092,125 @@ export class AgentGraph {
   /**
    * Everything the server publishes about itself, the API schema version included.
    *
-   * `query ServerCapabilities` from schemas/operations/capabilities.graphql.
+   * Resolves to the operation's data; `.withResponse()` to the envelope (`data`, `replayed`, `attempts`,
+   * `idempotencyKey`, `extensions`, `response`). `query ServerCapabilities` from
+   * schemas/operations/capabilities.graphql.
    */
   serverCapabilities(
     variables: T.ServerCapabilitiesVariables = {},
     options?: CallOptions,
-  ): Promise<ExecuteResult<T.ServerCapabilitiesData>> {
-    return this.client.execute<T.ServerCapabilitiesData>(operations.ServerCapabilities, variables, options);
+  ): APIPromise<T.ServerCapabilitiesData> {
+    return new APIPromise(
+      this.client.execute<T.ServerCapabilitiesData>(operations.ServerCapabilities, variables, options),
+    );
   }
 
   /**
    * Allow or forbid remote actions on the calling device. Only the device's own access token may call
    * this (the decision of its local user); a web user's token is FORBIDDEN.
    *
-   * `mutation SetRemoteActionsEnabled`, the default operation for Mutation.setRemoteActionsEnabled.
-   * Idempotent: the SDK makes one key per call and resends it on every retry; pass
-   * `options.idempotencyKey` (a key you persisted) to repeat a logical call across restarts. `replayed`
-   * says the server answered with the stored result of an earlier attempt. Privacy gate: `enabled`
-   * PUBLIC.
+   * Resolves to the operation's data; `.withResponse()` to the envelope (`data`, `replayed`, `attempts`,
+   * `idempotencyKey`, `extensions`, `response`). `mutation SetRemoteActionsEnabled`, the default
+   * operation for Mutation.setRemoteActionsEnabled. Idempotent: the SDK makes one key per call and
+   * resends it on every retry; pass `options.idempotencyKey` (a key you persisted) to repeat a logical
+   * call across restarts. `replayed` says the server answered with the stored result of an earlier
+   * attempt (`.withResponse()`). Privacy gate: `enabled` PUBLIC.
    */
   setRemoteActionsEnabled(
     variables: T.SetRemoteActionsEnabledVariables,
     options?: CallOptions,
-  ): Promise<ExecuteResult<T.SetRemoteActionsEnabledData>> {
-    return this.client.execute<T.SetRemoteActionsEnabledData>(
-      operations.SetRemoteActionsEnabled,
-      variables,
-      options,
+  ): APIPromise<T.SetRemoteActionsEnabledData> {
+    return new APIPromise(
+      this.client.execute<T.SetRemoteActionsEnabledData>(
+        operations.SetRemoteActionsEnabled,
+        variables,
+        options,
+      ),
     );
   }
 
   /**
    * The caller's tenant.
    *
-   * `query Tenant` from schemas/operations/identity.graphql.
+   * Resolves to the operation's data; `.withResponse()` to the envelope (`data`, `replayed`, `attempts`,
+   * `idempotencyKey`, `extensions`, `response`). `query Tenant` from
+   * schemas/operations/identity.graphql.
    */
-  tenant(variables: T.TenantVariables = {}, options?: CallOptions): Promise<ExecuteResult<T.TenantData>> {
-    return this.client.execute<T.TenantData>(operations.Tenant, variables, options);
+  tenant(variables: T.TenantVariables = {}, options?: CallOptions): APIPromise<T.TenantData> {
+    return new APIPromise(this.client.execute<T.TenantData>(operations.Tenant, variables, options));
   }
 
   /**
    * Where the caller's tenant's TUF repository is served (paths on the catalog service's origin, not the
    * gateway's), and its current versions. Null until the first release is approved.
    *
-   * `query TufRepository`, the default operation for Query.tufRepository.
+   * Resolves to the operation's data; `.withResponse()` to the envelope (`data`, `replayed`, `attempts`,
+   * `idempotencyKey`, `extensions`, `response`). `query TufRepository`, the default operation for
+   * Query.tufRepository.
    */
   tufRepository(
     variables: T.TufRepositoryVariables = {},
     options?: CallOptions,
-  ): Promise<ExecuteResult<T.TufRepositoryData>> {
-    return this.client.execute<T.TufRepositoryData>(operations.TufRepository, variables, options);
+  ): APIPromise<T.TufRepositoryData> {
+    return new APIPromise(
+      this.client.execute<T.TufRepositoryData>(operations.TufRepository, variables, options),
+    );
   }
 
   /**
    * Change the caller's display name.
    *
-   * `mutation UpdateProfile`, the default operation for Mutation.updateProfile. Idempotent: the SDK
-   * makes one key per call and resends it on every retry; pass `options.idempotencyKey` (a key you
-   * persisted) to repeat a logical call across restarts. `replayed` says the server answered with the
-   * stored result of an earlier attempt. Privacy gate: `input.displayName` PERSONAL.
+   * Resolves to the operation's data; `.withResponse()` to the envelope (`data`, `replayed`, `attempts`,
+   * `idempotencyKey`, `extensions`, `response`). `mutation UpdateProfile`, the default operation for
+   * Mutation.updateProfile. Idempotent: the SDK makes one key per call and resends it on every retry;
+   * pass `options.idempotencyKey` (a key you persisted) to repeat a logical call across restarts.
+   * `replayed` says the server answered with the stored result of an earlier attempt
+   * (`.withResponse()`). Privacy gate: `input.displayName` PERSONAL.
    */
-  updateProfile(
-    variables: T.UpdateProfileVariables,
-    options?: CallOptions,
-  ): Promise<ExecuteResult<T.UpdateProfileData>> {
-    return this.client.execute<T.UpdateProfileData>(operations.UpdateProfile, variables, options);
+  updateProfile(variables: T.UpdateProfileVariables, options?: CallOptions): APIPromise<T.UpdateProfileData> {
+    return new APIPromise(
+      this.client.execute<T.UpdateProfileData>(operations.UpdateProfile, variables, options),
+    );
   }
 
   /**
    * The caller: the signed-in user, the tenant the token is for, and the caller's role in it.
    *
-   * `query Viewer` from schemas/operations/identity.graphql.
+   * Resolves to the operation's data; `.withResponse()` to the envelope (`data`, `replayed`, `attempts`,
+   * `idempotencyKey`, `extensions`, `response`). `query Viewer` from
+   * schemas/operations/identity.graphql.
    */
-  viewer(variables: T.ViewerVariables = {}, options?: CallOptions): Promise<ExecuteResult<T.ViewerData>> {
-    return this.client.execute<T.ViewerData>(operations.Viewer, variables, options);
+  viewer(variables: T.ViewerVariables = {}, options?: CallOptions): APIPromise<T.ViewerData> {
+    return new APIPromise(this.client.execute<T.ViewerData>(operations.Viewer, variables, options));
   }
 
   /**
    * One workspace (null when it does not exist or is not visible to the caller).
    *
-   * `query Workspace` from schemas/operations/memory.graphql.
+   * Resolves to the operation's data; `.withResponse()` to the envelope (`data`, `replayed`, `attempts`,
+   * `idempotencyKey`, `extensions`, `response`). `query Workspace` from
+   * schemas/operations/memory.graphql.
    */
-  workspace(variables: T.WorkspaceVariables, options?: CallOptions): Promise<ExecuteResult<T.WorkspaceData>> {
-    return this.client.execute<T.WorkspaceData>(operations.Workspace, variables, options);
+  workspace(variables: T.WorkspaceVariables, options?: CallOptions): APIPromise<T.WorkspaceData> {
+    return new APIPromise(this.client.execute<T.WorkspaceData>(operations.Workspace, variables, options));
   }
 
   /**
    * A workspace's records, most recently updated first, optionally filtered (paginateWorkspaceRecords
    * walks every page; the cursor is bound to the filter).
    *
-   * `query WorkspaceRecords` from schemas/operations/memory.graphql. Privacy gate: `filter.authorId`
-   * INTERNAL, `filter.kind` INTERNAL, `filter.tag` INTERNAL, `filter.updatedSince` INTERNAL.
+   * Resolves to the operation's data; `.withResponse()` to the envelope (`data`, `replayed`, `attempts`,
+   * `idempotencyKey`, `extensions`, `response`). `query WorkspaceRecords` from
+   * schemas/operations/memory.graphql. Privacy gate: `filter.authorId` INTERNAL, `filter.kind` INTERNAL,
+   * `filter.tag` INTERNAL, `filter.updatedSince` INTERNAL.
    */
   workspaceRecords(
     variables: T.WorkspaceRecordsVariables,
     options?: CallOptions,
-  ): Promise<ExecuteResult<T.WorkspaceRecordsData>> {
-    return this.client.execute<T.WorkspaceRecordsData>(operations.WorkspaceRecords, variables, options);
+  ): APIPromise<T.WorkspaceRecordsData> {
+    return new APIPromise(
+      this.client.execute<T.WorkspaceRecordsData>(operations.WorkspaceRecords, variables, options),
+    );
   }
 
   /**
@@ -1106,12 +1232,13 @@ export class AgentGraph {
     );
   }
 
-  /** `query Workspaces`, the default operation for Query.workspaces. */
-  workspaces(
-    variables: T.WorkspacesVariables = {},
-    options?: CallOptions,
-  ): Promise<ExecuteResult<T.WorkspacesData>> {
-    return this.client.execute<T.WorkspacesData>(operations.Workspaces, variables, options);
+  /**
+   * Resolves to the operation's data; `.withResponse()` to the envelope (`data`, `replayed`, `attempts`,
+   * `idempotencyKey`, `extensions`, `response`). `query Workspaces`, the default operation for
+   * Query.workspaces.
+   */
+  workspaces(variables: T.WorkspacesVariables = {}, options?: CallOptions): APIPromise<T.WorkspacesData> {
+    return new APIPromise(this.client.execute<T.WorkspacesData>(operations.Workspaces, variables, options));
   }
 
   /**

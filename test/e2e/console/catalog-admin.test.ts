@@ -113,7 +113,7 @@ describe('console catalog, members and emergency stop', () => {
     // The refusal is the server's, not the page's: Uma's own token is refused through the API too.
     const umaApi = await bed.sdkFor(bed.uploader);
     expect(await errorCodeOf(umaApi.approveRelease({ releaseId }))).toBe('FORBIDDEN');
-    expect((await umaApi.release({ id: releaseId })).data.release?.state).toBe('IN_REVIEW');
+    expect((await umaApi.release({ id: releaseId })).release?.state).toBe('IN_REVIEW');
 
     // Ada (OWNER) approves from the review queue.
     await ada.getByRole('link', { name: 'Open the review queue' }).click();
@@ -135,7 +135,7 @@ describe('console catalog, members and emergency stop', () => {
     await expectAccessible(ada);
     await screenshot(ada, 'catalog-channels');
     const adaApi = await bed.sdkFor(bed.owner);
-    expect((await adaApi.release({ id: releaseId })).data.release).toMatchObject({
+    expect((await adaApi.release({ id: releaseId })).release).toMatchObject({
       state: 'APPROVED',
       channel: 'BETA',
       targetPath: 'beta/web-search/web-search-1.0.0.zip',
@@ -189,7 +189,7 @@ describe('console catalog, members and emergency stop', () => {
     });
     expect(uploaded.digests.sha256).toMatch(/^[0-9a-f]{64}$/);
     await expect
-      .poll(async () => (await client.release({ id: uploaded.releaseId })).data.release?.state, {
+      .poll(async () => (await client.release({ id: uploaded.releaseId })).release?.state, {
         timeout: 60_000,
       })
       .toBe('IN_REVIEW');
@@ -237,7 +237,7 @@ describe('console catalog, members and emergency stop', () => {
     await screenshot(ada, 'members-role-changed');
     const adaApi = await bed.sdkFor(bed.owner);
     const roleOfUma = async () =>
-      (await adaApi.members({ first: 50 })).data.tenant.members.edges.find(
+      (await adaApi.members({ first: 50 })).tenant.members.edges.find(
         (e) => e.node.user.email === 'uma@acme.test',
       )?.node.role;
     expect(await roleOfUma()).toBe('VIEWER');
@@ -280,7 +280,7 @@ describe('console catalog, members and emergency stop', () => {
       },
     });
     const approved = await adaApi.approveDeviceAuthorization({ userCode: authorization.userCode });
-    const deviceId = approved.data.approveDeviceAuthorization.device.id;
+    const deviceId = approved.approveDeviceAuthorization.device.id;
     const tokens = await pollDeviceToken(endpoints, { clientId: 'agentgraph-desktop', authorization });
     const device = new AgentGraph({
       baseUrl: `${bed.url}/graphql`,
@@ -320,7 +320,7 @@ describe('console catalog, members and emergency stop', () => {
     await expect.poll(() => ada.getByRole('heading', { name: /Status: not engaged/ }).count()).toBe(1);
     await expectAccessible(ada);
     await screenshot(ada, 'emergency-lifted');
-    expect((await adaApi.emergencyStop()).data.emergencyStop.engaged).toBe(false);
-    expect((await intent()).data.createIntent.intent.id).toBeTruthy();
+    expect((await adaApi.emergencyStop()).emergencyStop.engaged).toBe(false);
+    expect((await intent()).createIntent.intent.id).toBeTruthy();
   }, 120_000);
 });

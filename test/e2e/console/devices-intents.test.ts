@@ -71,7 +71,7 @@ async function report(d: EnrolledDevice, intent: DeviceIntent, state: string): P
     .setIssuedAt()
     .sign(d.privateKey);
   const r = await d.sdk.reportIntentState({ report: jws });
-  expect(r.data.reportIntentState.intent.state).toBe(state);
+  expect(r.reportIntentState.intent.state).toBe(state);
 }
 
 async function nextDeviceIntent(d: EnrolledDevice): Promise<DeviceIntent> {
@@ -214,7 +214,7 @@ describe('console: devices and intents', () => {
     const d = device!;
     // The desktop's local user switches remote actions on (only the device's own token may).
     const on = await d.sdk.setRemoteActionsEnabled({ enabled: true });
-    expect(on.data.setRemoteActionsEnabled.device).toMatchObject({ id: d.id, remoteActionsEnabled: true });
+    expect(on.setRemoteActionsEnabled.device).toMatchObject({ id: d.id, remoteActionsEnabled: true });
 
     await open('Intents');
     await fillIntent('open-app');

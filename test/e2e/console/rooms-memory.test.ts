@@ -64,7 +64,7 @@ describe('console rooms', () => {
     expect(await errorCodeOf(uploader.postMessage({ roomId, input: { body: 'may I?' } }))).toBe('FORBIDDEN');
     const other = await bed.sdkFor(bed.owner);
     const posted = await other.postMessage({ roomId, input: { body: 'deploy finished (from the API)' } });
-    expect(posted.data.postMessage.message.seq).toBe(2);
+    expect(posted.postMessage.message.seq).toBe(2);
 
     const live = log.getByRole('listitem').filter({ hasText: 'deploy finished (from the API)' });
     await poll(() => live.count()).toBe(1);
@@ -164,13 +164,13 @@ describe('console memory', () => {
     await poll(() => rows.count()).toBe(3); // header + 2
     const api = await bed.sdkFor(bed.owner);
     const stored = await api.memoryRecord({ id: deployId });
-    expect(stored.data.memoryRecord).toMatchObject({
+    expect(stored.memoryRecord).toMatchObject({
       version: 1,
       kind: 'fact',
       tags: ['deploy', 'k8s'],
       workspace: { id: workspaceId },
     });
-    expect(JSON.parse(stored.data.memoryRecord!.metadata)).toEqual({ source: 'console' });
+    expect(JSON.parse(stored.memoryRecord!.metadata)).toEqual({ source: 'console' });
     // The filters: by tag.
     await page.getByLabel('Tag').fill('food');
     await page.getByRole('button', { name: 'Apply filters' }).click();
@@ -226,7 +226,7 @@ describe('console memory', () => {
       },
       expectedVersion: 1,
     });
-    expect(theirs.data.putMemory.record.version).toBe(2);
+    expect(theirs.putMemory.record.version).toBe(2);
 
     const mine =
       'Deploy pipeline: the pipeline runs blue-green releases on Kubernetes. Edited in the console.';
@@ -252,7 +252,7 @@ describe('console memory', () => {
     await page.getByRole('button', { name: 'Save changes' }).click();
     await poll(() => page.getByText('Saved: version 3.').count()).toBe(1);
     const stored = await api.memoryRecord({ id: deployId });
-    expect(stored.data.memoryRecord).toMatchObject({ version: 3, content: mine, tags: ['deploy', 'k8s'] });
+    expect(stored.memoryRecord).toMatchObject({ version: 3, content: mine, tags: ['deploy', 'k8s'] });
   });
 
   it('deletes a record', async () => {
@@ -263,7 +263,7 @@ describe('console memory', () => {
     await poll(() => rows.count()).toBe(2);
     expect(await rows.nth(1).textContent()).toContain('Lunch menu');
     const api = await bed.sdkFor(bed.owner);
-    expect((await api.memoryRecord({ id: deployId })).data.memoryRecord).toBeNull();
+    expect((await api.memoryRecord({ id: deployId })).memoryRecord).toBeNull();
   });
 
   it('refuses secrets (SDK gate, server filter) naming the field, never the value; a REDACT workspace redacts', async () => {
@@ -300,13 +300,13 @@ describe('console memory', () => {
     await screenshot(page, 'memory-secret-refused-server');
     const id = new URL(page.url()).searchParams.get('record')!;
     const api = await bed.sdkFor(bed.owner);
-    expect((await api.memoryRecord({ id })).data.memoryRecord).toBeNull();
+    expect((await api.memoryRecord({ id })).memoryRecord).toBeNull();
 
     // A REDACT workspace keeps the write with the secret replaced; the console says where and by which detector.
     const redacting = await api.createWorkspace({
       input: { name: 'Redacting notes', secretPolicy: 'REDACT' },
     });
-    const redactId = redacting.data.createWorkspace.workspace.id;
+    const redactId = redacting.createWorkspace.workspace.id;
     await page.goto(`${bed.url}/memory?workspace=${redactId}&record=new`);
     await poll(() => heading('New memory record').count()).toBe(1);
     await poll(() => page.getByLabel('Content').count()).toBe(1);
@@ -337,6 +337,6 @@ describe('console memory', () => {
     await poll(() => page.getByText('Deleted workspace “Project notes” and its 1 record.').count()).toBe(1);
     await poll(() => page.getByRole('link', { name: 'Project notes' }).count()).toBe(0);
     const api = await bed.sdkFor(bed.owner);
-    expect((await api.workspace({ id: workspaceId })).data.workspace).toBeNull();
+    expect((await api.workspace({ id: workspaceId })).workspace).toBeNull();
   });
 });

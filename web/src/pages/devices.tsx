@@ -13,7 +13,7 @@ const PAGE_SIZE = 20;
 export function DevicesPage() {
   const pages = usePages<DevicesNode>(async (after) => {
     const r = await sdk.devices({ first: PAGE_SIZE, ...(after ? { after } : {}) });
-    const c = r.data.tenant.devices;
+    const c = r.tenant.devices;
     return { nodes: c.edges.map((e) => e.node), pageInfo: c.pageInfo };
   }, []);
   return (

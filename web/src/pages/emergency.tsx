@@ -43,18 +43,18 @@ export function EmergencyPage() {
   const [confirming, setConfirming] = useState(false);
   const [notice, setNotice] = useState('');
   useEffect(() => {
-    sdk.emergencyStop().then((r) => setStatus(r.data.emergencyStop), setLoadError);
+    sdk.emergencyStop().then((r) => setStatus(r.emergencyStop), setLoadError);
   }, []);
   const engage = useAction(async () => {
     const r = await sdk.engageEmergencyStop({ reason: reason.trim() });
-    setStatus(r.data.engageEmergencyStop.status);
+    setStatus(r.engageEmergencyStop.status);
     setConfirming(false);
     setReason('');
     setNotice('The emergency stop is engaged for the tenant.');
   });
   const lift = useAction(async () => {
     const r = await sdk.liftEmergencyStop();
-    setStatus(r.data.liftEmergencyStop.status);
+    setStatus(r.liftEmergencyStop.status);
     setNotice('The tenant emergency stop is lifted.');
   });
   const tenantStop = status?.tenant ?? null;

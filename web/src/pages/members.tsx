@@ -55,7 +55,7 @@ function AddMemberForm({ onAdded }: { onAdded: (m: MembersNode) => void }) {
   const add = useAction(async () => {
     const r = await sdk.addMember({ input: { email: email.trim(), role } });
     setEmail('');
-    onAdded(r.data.addMember.membership);
+    onAdded(r.addMember.membership);
   });
   return (
     <section aria-labelledby="add-member-heading">
@@ -108,7 +108,7 @@ function ChangeRole({
   const [role, setRole] = useState<Role>(member.role);
   const change = useAction(async () => {
     const r = await sdk.changeMemberRole({ userId: member.user.id, role });
-    onDone(r.data.changeMemberRole.membership);
+    onDone(r.changeMemberRole.membership);
   });
   const id = `role-${member.user.id}`;
   return (
@@ -174,8 +174,8 @@ export function MembersPage() {
   const pages = usePages<MembersNode>(async (after) => {
     const r = await sdk.members({ first: 20, ...(after ? { after } : {}) });
     return {
-      nodes: r.data.tenant.members.edges.map((e) => e.node),
-      pageInfo: r.data.tenant.members.pageInfo,
+      nodes: r.tenant.members.edges.map((e) => e.node),
+      pageInfo: r.tenant.members.pageInfo,
     };
   }, []);
   const [pending, setPending] = useState<{ kind: 'role' | 'remove'; id: string } | null>(null);

@@ -10,7 +10,7 @@ export function OverviewPage() {
   const [stop, setStop] = useState<EmergencyStopData['emergencyStop'] | null>(null);
   const [error, setError] = useState<unknown>(null);
   useEffect(() => {
-    sdk.emergencyStop().then((r) => setStop(r.data.emergencyStop), setError);
+    sdk.emergencyStop().then((r) => setStop(r.emergencyStop), setError);
   }, []);
   return (
     <>

@@ -1,6 +1,7 @@
 /**
- * src/client.ts: `class AgentGraph`, one typed async method per query and mutation, and a `paginate…` method per
- * connection an operation can page through (an AsyncIterable of nodes, cancellable with an AbortSignal).
+ * src/client.ts: `class AgentGraph`, one typed method per query and mutation, and a `paginate…` method per
+ * connection an operation can page through (an AsyncIterable of nodes, cancellable with an AbortSignal). A method
+ * returns the runtime's APIPromise: awaited, the operation's data (the model); `.withResponse()`, the envelope.
  * Every call goes through the runtime's AgentGraphClient (retries, idempotency, privacy gate, typed errors).
  */
 import type { IR, OperationIR } from '../ir.js';
@@ -26,7 +27,7 @@ function idempotencyNote(op: OperationIR): string | undefined {
     return (
       'Idempotent: the SDK makes one key per call and resends it on every retry; pass `options.idempotencyKey` ' +
       '(a key you persisted) to repeat a logical call across restarts. `replayed` says the server answered ' +
-      'with the stored result of an earlier attempt.'
+      'with the stored result of an earlier attempt (`.withResponse()`).'
     );
   }
   if (op.kind === 'mutation') return 'Not idempotent: never retried.';
@@ -53,6 +54,8 @@ function method(op: OperationIR): string {
     [
       op.description,
       '',
+      `Resolves to the operation's data; \`.withResponse()\` to the envelope (\`data\`, \`replayed\`, \`attempts\`, ` +
+        '`idempotencyKey`, `extensions`, `response`).',
       origin(op),
       idempotencyNote(op),
       privacyNote(op),
@@ -64,8 +67,8 @@ function method(op: OperationIR): string {
   return (
     doc +
     `${methodName(op)}(${variablesParam(op, `T.${variablesType(op)}`)}, options?: CallOptions): ` +
-    `Promise<ExecuteResult<${data}>> {\n` +
-    `return this.client.execute<${data}>(operations.${op.name}, variables, options);\n}`
+    `APIPromise<${data}> {\n` +
+    `return new APIPromise(this.client.execute<${data}>(operations.${op.name}, variables, options));\n}`
   );
 }
 
@@ -99,9 +102,9 @@ export function renderClient(ir: IR): string {
 import {
   AgentGraphClient,
   type AgentGraphClientOptions,
+  APIPromise,
   type CallOptions,
   type Connection,
-  type ExecuteResult,
   type OperationSpec,
   paginate,
 } from '@agentgraph/sdk-runtime';

@@ -205,7 +205,7 @@ describe('end to end against the platform', () => {
       privacyPolicy: { allow: ['PUBLIC', 'INTERNAL', 'PERSONAL'] },
     });
     const viewer = await sdk.viewer({});
-    expect(viewer.data.viewer.user.id).toBe(owner.userId);
+    expect(viewer.viewer.user.id).toBe(owner.userId);
 
     // Page through a connection: five rooms, two per page.
     for (let i = 0; i < 5; i++) await sdk.createRoom({ input: { name: `room ${i}` } });
@@ -215,18 +215,20 @@ describe('end to end against the platform', () => {
 
     // Post with an idempotency key; the same key again is a replay, not a second message.
     const rooms = await sdk.rooms({ first: 1 });
-    const roomId = rooms.data.rooms.edges[0]!.node.id;
+    const roomId = rooms.rooms.edges[0]!.node.id;
     const idempotencyKey = randomUUID();
     const first = await sdk.postMessage({ roomId, input: { body: 'from the device' } }, { idempotencyKey });
-    const again = await sdk.postMessage({ roomId, input: { body: 'from the device' } }, { idempotencyKey });
+    const again = await sdk
+      .postMessage({ roomId, input: { body: 'from the device' } }, { idempotencyKey })
+      .withResponse();
     expect(again.replayed).toBe(true);
-    expect(again.data.postMessage.message.id).toBe(first.data.postMessage.message.id);
+    expect(again.data.postMessage.message.id).toBe(first.postMessage.message.id);
 
     // A forced refresh rotates the refresh token; the SDK keeps working with the new access token.
     const before = provider.current.refreshToken;
     await provider.refresh();
     expect(provider.current.refreshToken).not.toBe(before);
-    expect((await sdk.viewer({})).data.viewer.user.id).toBe(owner.userId);
+    expect((await sdk.viewer({})).viewer.user.id).toBe(owner.userId);
 
     // The sidecar's token: narrower and shorter-lived; it reads but cannot write.
     const sidecar = await exchangeToken(endpoints, {
@@ -240,7 +242,7 @@ describe('end to end against the platform', () => {
       baseUrl: `${p.gatewayUrl}/graphql`,
       tokenProvider: { getToken: async () => sidecar.accessToken, refresh: async () => sidecar.accessToken },
     });
-    expect((await readOnly.viewer({})).data.viewer.user.id).toBe(owner.userId);
+    expect((await readOnly.viewer({})).viewer.user.id).toBe(owner.userId);
     await expect(readOnly.createRoom({ input: { name: 'nope' } })).rejects.toMatchObject({
       code: 'FORBIDDEN',
     });

@@ -25,7 +25,7 @@ function CreatePluginForm({ onCreated }: { onCreated: (id: string) => void }) {
     const r = await sdk.createPlugin({
       input: { name, displayName, ...(description.trim() ? { description: description.trim() } : {}) },
     });
-    onCreated(r.data.createPlugin.plugin.id);
+    onCreated(r.createPlugin.plugin.id);
   });
   return (
     <section aria-labelledby="create-plugin-heading">
@@ -91,7 +91,7 @@ export function PluginList() {
   const viewer = useViewer();
   const pages = usePages<PluginsNode>(async (after) => {
     const r = await sdk.plugins({ first: 20, ...(after ? { after } : {}) });
-    return { nodes: r.data.plugins.edges.map((e) => e.node), pageInfo: r.data.plugins.pageInfo };
+    return { nodes: r.plugins.edges.map((e) => e.node), pageInfo: r.plugins.pageInfo };
   }, []);
   return (
     <>

@@ -26,12 +26,12 @@ export function PluginView({ pluginId }: { pluginId: string }) {
   const [version, setVersion] = useState('');
   const [declared, setDeclared] = useState<{ id: string; version: string } | null>(null);
   useEffect(() => {
-    sdk.plugin({ id: pluginId, first: 1 }).then((r) => setPlugin(r.data.plugin), setLoadError);
+    sdk.plugin({ id: pluginId, first: 1 }).then((r) => setPlugin(r.plugin), setLoadError);
   }, [pluginId]);
   const releases = usePages<PluginRelease>(
     async (after) => {
       const r = await sdk.plugin({ id: pluginId, first: 20, after: after ?? null });
-      const connection = r.data.plugin?.releases;
+      const connection = r.plugin?.releases;
       return {
         nodes: connection?.edges.map((e) => e.node) ?? [],
         pageInfo: connection?.pageInfo ?? { hasNextPage: false },
@@ -41,7 +41,7 @@ export function PluginView({ pluginId }: { pluginId: string }) {
   );
   const declare = useAction(async (v: string) => {
     const r = await sdk.declareRelease({ pluginId, input: { version: v } });
-    const release = r.data.declareRelease.release;
+    const release = r.declareRelease.release;
     setDeclared({ id: release.id, version: release.version });
     setVersion('');
     releases.reload();

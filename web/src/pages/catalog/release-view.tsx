@@ -143,7 +143,7 @@ export function ReleaseView({ releaseId }: { releaseId: string }) {
   const load = useCallback(async () => {
     try {
       const r = await sdk.release({ id: releaseId });
-      setRelease(r.data.release);
+      setRelease(r.release);
       setError(null);
     } catch (err) {
       setError(err);

@@ -100,7 +100,7 @@ export function ReviewActions({
   });
   const promote = useAction(async () => {
     const r = await sdk.promoteRelease({ releaseId: release.id });
-    const ch = r.data.promoteRelease.release.channel;
+    const ch = r.promoteRelease.release.channel;
     onChanged(`Promoted ${label} to the ${CHANNEL_TEXT[ch ?? ''] ?? ch} channel.`);
   });
   const revoke = useAction(async (reason: string) => {

@@ -21,7 +21,7 @@ export function ReviewQueue() {
   const [decided, setDecided] = useState<ReadonlySet<string>>(new Set());
   const pages = usePages<Queued>(async (after) => {
     const r = await sdk.reviewQueue({ first: 20, ...(after ? { after } : {}) });
-    return { nodes: r.data.reviewQueue.edges.map((e) => e.node), pageInfo: r.data.reviewQueue.pageInfo };
+    return { nodes: r.reviewQueue.edges.map((e) => e.node), pageInfo: r.reviewQueue.pageInfo };
   }, []);
   const waiting = pages.items.filter((r) => !decided.has(r.id));
   return (

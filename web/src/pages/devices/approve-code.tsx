@@ -39,14 +39,14 @@ export function ApproveByCode({ onEnrolled }: { onEnrolled: () => void }) {
     setRequest(null);
     setOutcome(null);
     const r = await sdk.deviceAuthorization({ userCode });
-    if (!r.data.deviceAuthorization) throw new Error('No enrolment request has this code.');
-    setRequest(r.data.deviceAuthorization);
+    if (!r.deviceAuthorization) throw new Error('No enrolment request has this code.');
+    setRequest(r.deviceAuthorization);
   });
   const approve = useAction(async (req: Request) => {
     const r = await sdk.approveDeviceAuthorization({ userCode: req.userCode });
     setRequest(null);
     setCode('');
-    setOutcome({ kind: 'approved', name: r.data.approveDeviceAuthorization.device.name });
+    setOutcome({ kind: 'approved', name: r.approveDeviceAuthorization.device.name });
     onEnrolled();
   });
   const deny = useAction(async (req: Request) => {

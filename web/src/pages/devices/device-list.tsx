@@ -34,7 +34,7 @@ function RenameForm({
   const [name, setName] = useState(device.name);
   const rename = useAction(async (newName: string) => {
     const r = await sdk.renameDevice({ id: device.id, name: newName });
-    onDone(r.data.renameDevice.device);
+    onDone(r.renameDevice.device);
   });
   const trimmed = name.trim();
   const invalid = trimmed.length < 1 || trimmed.length > 100;
@@ -87,7 +87,7 @@ function RevokeConfirm({
 }) {
   const revoke = useAction(async () => {
     const r = await sdk.revokeDevice({ id: device.id });
-    onDone(r.data.revokeDevice.device);
+    onDone(r.revokeDevice.device);
   });
   return (
     <div class="device-action" role="group" aria-labelledby={`revoke-${device.id}-q`}>

@@ -64,7 +64,7 @@ export function CreateIntentForm({
   const chosen = enrolled.find((d) => d.id === deviceId);
   const create = useAction(async (input: ReturnType<typeof checkDraft> & { ok: true }) => {
     const r = await sdk.createIntent({ input: input.value });
-    navigate(`/intents?intent=${encodeURIComponent(r.data.createIntent.intent.id)}`);
+    navigate(`/intents?intent=${encodeURIComponent(r.createIntent.intent.id)}`);
   });
   const set = (field: keyof IntentDraft) => (e: { currentTarget: { value: string } }) => {
     const value = e.currentTarget.value;

@@ -23,7 +23,7 @@ function IntentTable({ device }: { device: DevicesNode }) {
         afterSeq: after ? Number(after) : 0,
         first: PAGE_SIZE,
       });
-      const c = r.data.deviceIntents;
+      const c = r.deviceIntents;
       const nodes = c.edges.map((e) => e.node);
       const last = nodes.at(-1);
       return {

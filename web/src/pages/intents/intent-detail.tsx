@@ -108,8 +108,8 @@ export function IntentDetail({ id }: { id: string }) {
     sdk.intent({ id }).then(
       (r) => {
         if (!live) return;
-        setIntent(r.data.intent);
-        setLoadError(r.data.intent ? null : new Error(`There is no intent ${id} in this tenant.`));
+        setIntent(r.intent);
+        setLoadError(r.intent ? null : new Error(`There is no intent ${id} in this tenant.`));
         setLoading(false);
       },
       (err: unknown) => {

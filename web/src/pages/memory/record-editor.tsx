@@ -57,7 +57,7 @@ function Field({ name, label, hint, problems, children }: FieldProps) {
 }
 
 async function fetchRecord(id: string): Promise<{ record: StoredRecord; embedding: number[] | null } | null> {
-  const { data } = await sdk.memoryRecord({ id });
+  const data = await sdk.memoryRecord({ id });
   const r = data.memoryRecord;
   return r ? { record: r, embedding: r.embedding } : null;
 }
@@ -113,7 +113,7 @@ export function RecordEditor({
       return;
     }
     setLocalProblems({});
-    const { data } = await sdk.putMemory({
+    const data = await sdk.putMemory({
       id: recordId,
       input: built.input,
       expectedVersion: base?.version ?? 0,

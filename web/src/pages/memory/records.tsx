@@ -48,7 +48,7 @@ function useMembers(): readonly MembersNode[] {
   const [members, setMembers] = useState<readonly MembersNode[]>([]);
   useEffect(() => {
     sdk.members({ first: 100 }).then(
-      (r) => setMembers(r.data.tenant.members.edges.map((e) => e.node)),
+      (r) => setMembers(r.tenant.members.edges.map((e) => e.node)),
       () => setMembers([]),
     );
   }, []);
@@ -62,7 +62,7 @@ export function Records({ workspaceId }: { workspaceId: string }) {
   const [applied, setApplied] = useState<MemoryRecordFilterInput>({});
   const pages = usePages<WorkspaceRecordsNode>(
     async (after) => {
-      const { data } = await sdk.workspaceRecords({
+      const data = await sdk.workspaceRecords({
         workspaceId,
         filter: applied,
         first: 20,

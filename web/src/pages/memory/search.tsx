@@ -19,7 +19,7 @@ export function formatScore(score: number): string {
 function Results({ workspaceId, text }: { workspaceId: string; text: string }) {
   const pages = usePages<Hit>(
     async (after) => {
-      const { data } = await sdk.searchMemory({
+      const data = await sdk.searchMemory({
         workspaceId,
         query: { text },
         first: 10,

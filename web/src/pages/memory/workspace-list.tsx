@@ -23,7 +23,7 @@ function CreateWorkspace() {
   const [name, setName] = useState('');
   const [policy, setPolicy] = useState<SecretPolicy>('REJECT');
   const create = useAction(async () => {
-    const { data } = await sdk.createWorkspace({ input: { name: name.trim(), secretPolicy: policy } });
+    const data = await sdk.createWorkspace({ input: { name: name.trim(), secretPolicy: policy } });
     navigate(`/memory?workspace=${encodeURIComponent(data.createWorkspace.workspace.id)}`);
   });
   return (
@@ -74,7 +74,7 @@ export function WorkspaceList() {
   const viewer = useViewer();
   const canWrite = roleCovers(viewer.role, 'OPERATOR');
   const pages = usePages<WorkspacesNode>(async (after) => {
-    const { data } = await sdk.workspaces({ first: 25, after: after ?? null });
+    const data = await sdk.workspaces({ first: 25, after: after ?? null });
     return { nodes: data.workspaces.edges.map((e) => e.node), pageInfo: data.workspaces.pageInfo };
   }, []);
   const [confirming, setConfirming] = useState<WorkspacesNode | null>(null);
@@ -82,7 +82,7 @@ export function WorkspaceList() {
   const confirmHeading = useRef<HTMLHeadingElement>(null);
   useEffect(() => confirmHeading.current?.focus(), [confirming]);
   const remove = useAction(async (ws: WorkspacesNode) => {
-    const { data } = await sdk.deleteWorkspace({ id: ws.id });
+    const data = await sdk.deleteWorkspace({ id: ws.id });
     const n = data.deleteWorkspace.recordsDeleted;
     setConfirming(null);
     setDeleted(`Deleted workspace “${ws.name}” and its ${n} record${n === 1 ? '' : 's'}.`);

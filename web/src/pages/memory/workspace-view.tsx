@@ -15,7 +15,7 @@ export function WorkspaceView({ workspaceId }: { workspaceId: string }) {
   const [ws, setWs] = useState<WorkspaceData['workspace'] | undefined>(undefined);
   const [error, setError] = useState<unknown>(null);
   useEffect(() => {
-    sdk.workspace({ id: workspaceId }).then((r) => setWs(r.data.workspace), setError);
+    sdk.workspace({ id: workspaceId }).then((r) => setWs(r.workspace), setError);
   }, [workspaceId]);
 
   return (

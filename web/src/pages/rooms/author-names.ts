@@ -19,9 +19,7 @@ export function useAuthorNames(messages: readonly Message[], viewer: Viewer): (a
     asked.current = true;
     sdk.members({ first: 100 }).then(
       (r) =>
-        setMembers(
-          new Map(r.data.tenant.members.edges.map((e) => [e.node.user.id, e.node.user.displayName])),
-        ),
+        setMembers(new Map(r.tenant.members.edges.map((e) => [e.node.user.id, e.node.user.displayName]))),
       () => undefined, // the role may not list members: such authors stay "a member"
     );
   }, [unknown]);

@@ -25,7 +25,7 @@ export function PostForm({ roomId, onPosted, onSending }: PostFormProps) {
   const post = useAction(async (text: string) => {
     if (draft.current?.body !== text) draft.current = { body: text, key: crypto.randomUUID() };
     onSending?.(text);
-    const { data } = await sdk
+    const data = await sdk
       .postMessage({ roomId, input: { body: text } }, { idempotencyKey: draft.current.key })
       .finally(() => onSending?.(null));
     draft.current = null;

@@ -15,12 +15,12 @@ export function RoomList() {
   const viewer = useViewer();
   const canCreate = roleCovers(viewer.role, 'OPERATOR');
   const pages = usePages<RoomsNode>(async (after) => {
-    const { data } = await sdk.rooms({ first: 25, after: after ?? null });
+    const data = await sdk.rooms({ first: 25, after: after ?? null });
     return { nodes: data.rooms.edges.map((e) => e.node), pageInfo: data.rooms.pageInfo };
   }, []);
   const [name, setName] = useState('');
   const create = useAction(async (roomName: string) => {
-    const { data } = await sdk.createRoom({ input: { name: roomName } });
+    const data = await sdk.createRoom({ input: { name: roomName } });
     setName('');
     navigate(`/rooms?room=${encodeURIComponent(data.createRoom.room.id)}`);
   });

@@ -75,7 +75,7 @@ export function RoomView({ roomId }: { roomId: string }) {
   const stick = useRef(true);
 
   useEffect(() => {
-    sdk.room({ id: roomId }).then((r) => setRoom(r.data.room), setRoomError);
+    sdk.room({ id: roomId }).then((r) => setRoom(r.room), setRoomError);
   }, [roomId]);
 
   // Keep the newest message in view while the reader is at the bottom of the log.

@@ -128,7 +128,7 @@ export function useRoomLog(roomId: string, onLive: (fresh: readonly Message[]) =
       setLoading(true);
       setError(null);
       try {
-        const { data } = await sdk.roomMessages({ roomId, first: PAGE_SIZE, after: after ?? null });
+        const data = await sdk.roomMessages({ roomId, first: PAGE_SIZE, after: after ?? null });
         if (!data.room) {
           setMissing(true);
           return;
