@@ -1,5 +1,6 @@
 using System.Security.Cryptography;
 using System.Text.Json.Nodes;
+using Microsoft.IdentityModel.Tokens;
 using Org.BouncyCastle.Crypto.Parameters;
 using Org.BouncyCastle.Crypto.Signers;
 
@@ -26,11 +27,16 @@ public sealed class IntentKey
     {
         if (_ec is { } parameters)
         {
+            // JWS ECDSA signatures are r || s (IEEE P1363), 64 bytes for ES256, 96 for ES384; Microsoft.IdentityModel's
+            // provider checks them (it maps ES256/ES384 to SHA-256/SHA-384).
+            if (signature.Length != (Alg == "ES384" ? 96 : 64)) return false;
             using var ecdsa = ECDsa.Create(parameters);
-            return Alg == "ES384"
-                ? signature.Length == 96 && ecdsa.VerifyData(signingInput, signature, HashAlgorithmName.SHA384)
-                : signature.Length == 64 && ecdsa.VerifyData(signingInput, signature, HashAlgorithmName.SHA256);
+            // Not the shared factory: it caches providers by key thumbprint, and this ECDsa is disposed after the check.
+            var factory = new CryptoProviderFactory { CacheSignatureProviders = false };
+            using var provider = factory.CreateForVerifying(new ECDsaSecurityKey(ecdsa), Alg == "ES384" ? SecurityAlgorithms.EcdsaSha384 : SecurityAlgorithms.EcdsaSha256);
+            return provider.Verify(signingInput, signature);
         }
+        // Ed25519 (EdDSA): Microsoft.IdentityModel has no provider for it; BouncyCastle verifies.
         var verifier = new Ed25519Signer();
         verifier.Init(false, new Ed25519PublicKeyParameters(_ed25519!, 0));
         verifier.BlockUpdate(signingInput, 0, signingInput.Length);

@@ -1,6 +1,8 @@
 using System.Text;
 using System.Text.Json;
 using System.Text.Json.Nodes;
+using Microsoft.IdentityModel.JsonWebTokens;
+using Microsoft.IdentityModel.Tokens;
 
 namespace AgentGraph.Sdk.Intents;
 
@@ -40,6 +42,9 @@ public sealed record IntentVerifierOptions
 /// Intent verification (docs/architecture.md#an-intents-path), the same checks in the same order as the TypeScript SDK (jose's jwtVerify
 /// plus the intent rules): shape and kid → alg allow-list → key (remote JWKS refetched once) → signature → typ
 /// <c>intent+jwt</c> → required claims → iss, aud → iat/nbf/exp with skew → claim types → jti not replayed.
+/// The compact JWS is parsed by Microsoft.IdentityModel.JsonWebTokens (<see cref="JsonWebToken"/>: header, payload,
+/// signature, base64url) and ES256/ES384 signatures are checked by its crypto provider (<see cref="IntentKey"/>); the
+/// intent rules stay here, in jose's order, so every SDK refuses the same token with the same code.
 /// </summary>
 public sealed class IntentVerifier
 {
@@ -64,16 +69,16 @@ public sealed class IntentVerifier
     /// <summary>The key set (its Fetches counter tells how often a remote JWKS was fetched).</summary>
     public IntentKeySet KeySet { get; }
 
-    private static JsonObject DecodeObject(string part, string what)
+    private static JsonObject DecodeClaims(JsonWebToken jwt)
     {
         try
         {
-            return JsonNode.Parse(Encoding.UTF8.GetString(Base64Url.Decode(part))) as JsonObject
-                ?? throw new IntentVerificationException("MALFORMED", $"the {what} is not a JSON object.");
+            return JsonNode.Parse(Base64UrlEncoder.Decode(jwt.EncodedPayload)) as JsonObject
+                ?? throw new IntentVerificationException("MALFORMED", "the claims set is not a JSON object.");
         }
         catch (Exception error) when (error is FormatException or JsonException or ArgumentException)
         {
-            throw new IntentVerificationException("MALFORMED", $"the {what} does not decode.", cause: error);
+            throw new IntentVerificationException("MALFORMED", "the claims set does not decode.", cause: error);
         }
     }
 
@@ -84,27 +89,34 @@ public sealed class IntentVerifier
     /// <summary>Verifies a compact JWS intent; throws <see cref="IntentVerificationException"/>.</summary>
     public async Task<VerifiedIntent> VerifyAsync(string token, CancellationToken cancellationToken = default)
     {
-        var parts = token?.Split('.') ?? [];
-        if (parts.Length != 3) throw new IntentVerificationException("MALFORMED", "not a compact JWS (three base64url parts).");
-        var header = DecodeObject(parts[0], "protected header");
-        if (header["alg"] is not JsonValue algValue || !algValue.TryGetValue<string>(out var alg))
-            throw new IntentVerificationException("MALFORMED", "the header has no alg.");
+        JsonWebToken jwt;
+        try
+        {
+            jwt = new JsonWebToken(token ?? "");
+        }
+        catch (Exception error) when (error is ArgumentException or SecurityTokenException)
+        {
+            throw new IntentVerificationException("MALFORMED", "not a compact JWS (three base64url parts with a JSON header and claims set).", cause: error);
+        }
+        if (jwt.IsEncrypted) throw new IntentVerificationException("MALFORMED", "a JWE, not a signed JWS.");
+        var alg = jwt.Alg;
+        if (string.IsNullOrEmpty(alg)) throw new IntentVerificationException("MALFORMED", "the header has no alg.");
         if (!_o.Algorithms.Contains(alg)) throw new IntentVerificationException("ALG_NOT_ALLOWED", $"\"alg\" (Algorithm) Header Parameter value {alg} not allowed");
-        var kid = header["kid"] is JsonValue k && k.TryGetValue<string>(out var ks) ? ks : null;
+        var kid = string.IsNullOrEmpty(jwt.Kid) ? null : jwt.Kid;
         var key = await KeySet.KeyForAsync(kid, alg, cancellationToken).ConfigureAwait(false);
         byte[] signature;
         try
         {
-            signature = Base64Url.Decode(parts[2]);
+            signature = Base64UrlEncoder.DecodeBytes(jwt.EncodedSignature);
         }
         catch (FormatException error)
         {
             throw new IntentVerificationException("MALFORMED", "the signature does not decode.", cause: error);
         }
-        if (!key.Verify(Encoding.ASCII.GetBytes($"{parts[0]}.{parts[1]}"), signature))
+        if (!key.Verify(Encoding.ASCII.GetBytes($"{jwt.EncodedHeader}.{jwt.EncodedPayload}"), signature))
             throw new IntentVerificationException("FORGED_SIGNATURE", "the signature does not verify with the named key.");
-        var claims = DecodeObject(parts[1], "claims set");
-        var typ = header["typ"] is JsonValue t && t.TryGetValue<string>(out var ts) ? ts : null;
+        var claims = DecodeClaims(jwt);
+        var typ = string.IsNullOrEmpty(jwt.Typ) ? null : jwt.Typ;
         static string NormalizeTyp(string v) => v.Contains('/', StringComparison.Ordinal) ? v.ToLowerInvariant() : $"application/{v.ToLowerInvariant()}";
         if (typ is null || NormalizeTyp(typ) != NormalizeTyp(Typ))
             throw new IntentVerificationException("WRONG_TYP", "unexpected \"typ\" JWT header value", "typ");
