@@ -6,6 +6,13 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestPlatform, type TestPlatform, type TestUser } from '../../test/src/platform.js';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { showErrors } from '../../sdks/typescript/examples/errors.js';
+import { postOnce } from '../../sdks/typescript/examples/mutations.js';
+import { postThroughOutbox } from '../../sdks/typescript/examples/outbox.node.js';
+import { listRooms } from '../../sdks/typescript/examples/pagination.js';
 import { quickstart } from '../../sdks/typescript/examples/quickstart.js';
 import {
   AbortError,
@@ -190,5 +197,47 @@ describe(`the generated TypeScript SDK against the platform (${process.env['DATA
     expect(lines).toContain('message 1, replayed: true');
     expect(lines.at(-1)).toMatch(/^no such room \(correlation id [^)]+\)$/);
     expect(lines.at(-1)).not.toContain('undefined');
+  });
+
+  it("runs the README's mutations, pagination, errors and outbox examples as written", async () => {
+    const owner = await p.tokenFor({ tenant: 'sdk-readme' });
+    const { sdk } = sdkFor(owner);
+    const rooms = [];
+    for (const name of ['r1', 'r2', 'r3'])
+      rooms.push((await sdk.createRoom({ input: { name } })).createRoom.room);
+    const roomId = rooms[0]!.id;
+
+    const posted = await postOnce(sdk, roomId, 'once');
+    expect(posted).toMatchObject({ seq: 1, sameMessage: true, replayed: true, attempts: 1, status: 200 });
+    expect(posted.idempotencyKey).toMatch(/^[0-9a-f-]{36}$/);
+    expect(posted.correlationId).toBeTruthy();
+
+    const listed = await listRooms(sdk, 2, 2);
+    expect(listed.names).toHaveLength(2); // aborted after two rooms
+    expect(listed.firstPage).toHaveLength(2);
+    expect(listed.hasNextPage).toBe(true);
+    expect([...(await listRooms(sdk, 2)).names].sort()).toEqual(['r1', 'r2', 'r3']);
+
+    const errors = await showErrors(sdk, `${p.gatewayUrl}/graphql`, owner.token);
+    expect(errors.missing).toMatch(/^not found \(correlation id [^)]+\)$/);
+    expect(errors.refused).toBe('refused before sending: input.body class:PERSONAL');
+
+    const dir = mkdtempSync(join(tmpdir(), 'sdk-readme-outbox-'));
+    try {
+      const delivered = await postThroughOutbox(sdk, join(dir, 'outbox.db'), rooms[1]!.id, ['a', 'b', 'c']);
+      expect(delivered).toMatchObject({ sent: 3, deadLetters: [] });
+      expect(JSON.parse(delivered.exported).entries).toEqual([]);
+      const log: string[] = [];
+      for await (const m of sdk.paginateRoomMessages({ roomId: rooms[1]!.id })) log.push(m.body);
+      expect(log).toEqual(['a', 'b', 'c']);
+      // A room that does not exist: NOT_FOUND is not retryable, so the entry is a dead letter at once.
+      const refused = await postThroughOutbox(sdk, join(dir, 'refused.db'), randomUUID(), ['lost']);
+      expect(refused).toMatchObject({
+        sent: 0,
+        deadLetters: [{ reason: 'NOT_FOUND', failedDeliveries: 0 }],
+      });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

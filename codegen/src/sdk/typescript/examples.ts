@@ -70,22 +70,116 @@ export async function quickstart({ baseUrl, getToken, refreshToken, roomId, log 
 }
 `;
 
+const MUTATIONS = `/**
+ * Mutations and idempotency. An idempotent mutation (one declaring $idempotencyKey) gets one key per call, sent as the
+ * \`idempotencyKey\` variable and the \`Idempotency-Key\` header on every retry. Persist your own key with your record
+ * to repeat the same logical call later (after a crash, from another process): the server applies it once and
+ * answers the repeat with the stored result. The envelope (\`.withResponse()\`) says whether it was a replay.
+ */
+import type { AgentGraph } from '../src/index.js';
+
+export async function postOnce(sdk: AgentGraph, roomId: string, body: string, idempotencyKey = crypto.randomUUID()) {
+  // Awaited: the model, here the PostMessage payload.
+  const first = await sdk.postMessage({ roomId, input: { body } }, { idempotencyKey });
+  // The same key again, e.g. on the next start: the same message, not a second one.
+  const again = await sdk.postMessage({ roomId, input: { body } }, { idempotencyKey }).withResponse();
+  return {
+    seq: first.postMessage.message.seq,
+    sameMessage: again.data.postMessage.message.id === first.postMessage.message.id,
+    replayed: again.replayed, // true: the server answered with the stored result
+    attempts: again.attempts, // HTTP requests this call took (retries included)
+    idempotencyKey: again.idempotencyKey, // the key sent
+    status: again.response.status, // the HTTP answer that carried the result
+    correlationId: again.response.headers.get('x-correlation-id'),
+  };
+}
+`;
+
+const PAGINATION = `/**
+ * Pagination. Every Relay connection has a \`paginate…\` method: an AsyncIterable of nodes that asks for the next page
+ * only when the loop has taken every node of the current one. \`first\` is the page size; aborting the signal stops
+ * the loop with AbortError and cancels the request in flight. The plain method returns one page, for your own paging.
+ */
+import { AbortError, type AgentGraph } from '../src/index.js';
+
+export async function listRooms(sdk: AgentGraph, pageSize: number, stopAfter?: number) {
+  const names: string[] = [];
+  const controller = new AbortController();
+  try {
+    for await (const room of sdk.paginateRooms({ first: pageSize }, { signal: controller.signal })) {
+      names.push(room.name);
+      if (names.length === stopAfter) controller.abort(); // the loop ends with AbortError
+    }
+  } catch (err) {
+    if (!(err instanceof AbortError)) throw err;
+  }
+  // One page by hand: the connection's edges and pageInfo (pass endCursor as \`after\` for the next one).
+  const page = await sdk.rooms({ first: pageSize });
+  return { names, firstPage: page.rooms.edges.map((e) => e.node.name), hasNextPage: page.rooms.pageInfo.hasNextPage };
+}
+`;
+
+const ERRORS = `/**
+ * Errors. A failed call throws an AgentGraphError subclass: one class per code of the error table (\`NotFoundError\`,
+ * \`RateLimitedError\`, …; \`instanceof\` works by code), and the client's own \`NetworkError\`, \`TimeoutError\`,
+ * \`InvalidResponseError\` and \`PrivacyError\` (refused before anything is sent, naming paths, never values); an
+ * aborted signal throws AbortError. Each says whether retrying can help (\`retryable\`, \`retryAfterMs\`) and why the
+ * client stopped (\`giveUpReason\`); the SDK has already retried what it may.
+ */
+import { AgentGraph, AgentGraphError, NotFoundError, PrivacyError, RateLimitedError } from '../src/index.js';
+
+export async function explain(call: () => Promise<unknown>): Promise<string> {
+  try {
+    await call();
+    return 'ok';
+  } catch (err) {
+    if (err instanceof NotFoundError) return \`not found (correlation id \${err.correlationId})\`;
+    if (err instanceof RateLimitedError) return \`rate limited: come back in \${err.retryAfterMs} ms\`;
+    if (err instanceof PrivacyError) return \`refused before sending: \${err.refusals.map((r) => \`\${r.path} \${r.reason}\`).join(', ')}\`;
+    if (err instanceof AgentGraphError) return \`\${err.code} (retryable: \${err.retryable}, gave up: \${err.giveUpReason ?? 'no'})\`;
+    throw err; // not the SDK's: a bug to see
+  }
+}
+
+export async function showErrors(sdk: AgentGraph, baseUrl: string, token: string) {
+  const missing = await explain(() => sdk.postMessage({ roomId: crypto.randomUUID(), input: { body: 'hello?' } }));
+  // The default privacy policy sends PUBLIC and INTERNAL data only: a message body is PERSONAL.
+  const strict = new AgentGraph({ baseUrl, tokenProvider: { getToken: async () => token, refresh: async () => token } });
+  const refused = await explain(() => strict.postMessage({ roomId: crypto.randomUUID(), input: { body: 'hi' } }));
+  return { missing, refused };
+}
+`;
+
 const OUTBOX = `/**
- * Node only: a durable outbox. Messages survive a crash or a long outage and are delivered exactly once, in order
- * per room (the idempotency key is made at enqueue and persisted with the entry).
+ * Node only: a durable outbox (SQLite, better-sqlite3: \`npm install better-sqlite3\`). Messages survive a crash or a
+ * long outage and are delivered exactly once, in order per room (the idempotency key is made at enqueue and persisted
+ * with the entry). Offline and "wait" failures retry until the TTL (7 days); an entry the server refuses, or fails on
+ * three times (\`maxFailedDeliveries\`), goes to the dead letters (POISON) with the reason, and its room goes on.
  */
 import { type AgentGraph, Outbox, operations, sendWithClient, SqliteOutboxStore } from '../src/index.js';
 
 export async function postThroughOutbox(sdk: AgentGraph, file: string, roomId: string, bodies: string[]) {
   const outbox = await Outbox.open({
-    store: SqliteOutboxStore.open(file),
+    store: SqliteOutboxStore.open(file), // one process owns the file
     send: sendWithClient(sdk.client, operations),
+    maxFailedDeliveries: 3, // the default
   });
-  for (const body of bodies) {
-    await outbox.enqueue({ room: roomId, operation: 'PostMessage', variables: { roomId, input: { body } } });
+  try {
+    for (const body of bodies) {
+      await outbox.enqueue({ room: roomId, operation: 'PostMessage', variables: { roomId, input: { body } } });
+    }
+    await outbox.drain(); // or outbox.start() to keep sending in the background
+    const sent = (await outbox.list({ state: 'SENT' })).length;
+    // Entries that will not be delivered: show them to the user, export them, or revive(id) after a fix.
+    const deadLetters = (await outbox.deadLetters()).map((e) => ({
+      id: e.id,
+      reason: e.lastError?.code,
+      failedDeliveries: e.failedDeliveries,
+    }));
+    return { sent, deadLetters, exported: await outbox.exportDeadLetters() };
+  } finally {
+    await outbox.close();
   }
-  await outbox.drain(); // or outbox.start() to keep sending in the background
-  return outbox.deadLetters(); // entries the server refused for good (POISON): show them to the user
 }
 `;
 
@@ -131,11 +225,19 @@ export const EXAMPLES: readonly Example[] = [
     needs: ['viewer', 'paginateDevices', 'postMessage'],
     source: QUICKSTART,
   },
-  { file: 'outbox.node.ts', title: 'Outbox (Node)', needs: ['postMessage'], source: OUTBOX },
+  {
+    file: 'mutations.ts',
+    title: 'Mutations, idempotency and the envelope',
+    needs: ['postMessage'],
+    source: MUTATIONS,
+  },
+  { file: 'pagination.ts', title: 'Pagination', needs: ['paginateRooms', 'rooms'], source: PAGINATION },
+  { file: 'errors.ts', title: 'Errors', needs: ['postMessage'], source: ERRORS },
   { file: 'subscribe.ts', title: 'Subscriptions', needs: ['subscriptions.OnRoomMessage'], source: SUBSCRIBE },
+  { file: 'outbox.node.ts', title: 'Outbox (Node)', needs: ['postMessage'], source: OUTBOX },
 ];
 
 /** The example as a user of the published package writes it. */
 export function asPackageUser(source: string): string {
-  return source.replace(/'\.\.\/src\/index(\.node)?\.js'/g, "'@agentgraph/sdk'");
+  return source.replace(/'\.\.\/src\/index\.js'/g, "'@agentgraph/sdk'");
 }

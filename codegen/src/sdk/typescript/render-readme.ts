@@ -72,18 +72,35 @@ hand-written runtime that does the hard parts the same way as the C# and Python 
 key per call, decorrelated-jitter backoff, \`Retry-After\`, a retry budget, token refresh, the privacy gate, typed
 errors, cursor pagination, and a durable outbox.
 
-Runs in Node 22.12+ (24 LTS recommended) and in browsers; ESM only. The runtime is its own package,
-\`@agentgraph/sdk-runtime\` (the same version), re-exported whole: in Node its entry adds the SQLite (better-sqlite3,
-an optional dependency) stores of the outbox, the inbox and the intent replay cache; a browser bundle gets the entry
-without them. \`jose\` is its only other dependency.
+## Install
+
+\`\`\`sh
+npm install @agentgraph/sdk            # and its runtime, @agentgraph/sdk-runtime (same version), and jose
+npm install better-sqlite3             # Node, only for the durable stores (outbox, inbox, intent replay cache)
+\`\`\`
+
+ESM only (\`import\`), Node 22.12+ (24 LTS recommended) and browsers. The package ships compiled JavaScript with
+type declarations and source maps (\`dist/\`). In Node the runtime's entry adds the SQLite stores, loading
+better-sqlite3 (an optional dependency) when a store opens a file; a bundler targeting the browser (Vite, esbuild,
+webpack: the \`browser\` export condition) gets the entry without them, with no \`node:\` import.
 
 ## Calls
 
-Every method returns \`{ data, replayed, attempts, idempotencyKey, extensions }\` or throws: an
+A method per operation, typed from the schema. Awaited, it resolves to the operation's data, the model:
+
+\`\`\`ts
+const { viewer } = await sdk.viewer();
+\`\`\`
+
+\`.withResponse()\` on the same call gives the envelope instead: \`{ data, replayed, attempts, idempotencyKey,
+extensions, response }\` (\`response\`: the HTTP status, headers, parsed body and size of the answer). Either way one
+request is made. Options of a call: \`{ signal, idempotencyKey, timeoutMs }\`. A failed call throws an
 \`AgentGraphError\` subclass (\`code\`, \`retryable\`, \`status\`, \`retryAfterMs\`, \`correlationId\`, \`attempts\`,
-\`giveUpReason\`), or \`AbortError\` when your signal fired. Options of a call: \`{ signal, idempotencyKey,
-timeoutMs }\`. \`sdk.client\` is the runtime's \`AgentGraphClient\` (settings, capabilities, \`execute\` for
-documents of your own).
+\`giveUpReason\`), or \`AbortError\` when your signal fired. \`sdk.client\` is the runtime's \`AgentGraphClient\`
+(settings, capabilities, \`execute\` for documents of your own, which returns the envelope).
+
+Every example below is a file of \`examples/\` in this package, type-checked with it and run against the real
+platform by the repository's tests.
 
 ${examples(ir)}
 ## Operations
@@ -101,7 +118,7 @@ endpoint and token provider; the runtime's \`src/subscriptions/README.md\` has t
 
 ${subscriptionRows(ir)}
 
-## Errors
+## Error codes
 
 \`err instanceof RateLimitedError\` is true for any error with that code; \`errorClasses[code]\` maps codes to
 classes. The client's own failures: \`NetworkError\`, \`TimeoutError\`, \`PrivacyError\` (with \`refusals\`: paths
@@ -123,6 +140,7 @@ ${errorRows(ir)}
 | \`src/errors.ts\` | the error table and one class per code |
 | \`src/client.ts\` | \`class AgentGraph\` |
 | \`src/index.ts\` | the public API: the generated modules and \`@agentgraph/sdk-runtime\` (sdk-templates/typescript in the repository; its README explains retries, privacy, outbox, inbox, intents) |
+| \`examples/\` | the examples above, type-checked with the package |
 | \`dist/\` | \`npm run build\` (run by \`npm pack\`): ESM JavaScript, \`.d.ts\` and source maps |
 | \`examples/\` | the examples above, type-checked with the SDK |
 
