@@ -20,7 +20,9 @@ export function pascalCode(code: string): string {
 }
 
 /** An enum value's C# member: `IN_PROGRESS` → `InProgress`, `PUBLIC` → `Public` (the wire name stays in the converter). */
-export const enumMember = pascalCode;
+export function enumMember(value: string): string {
+  return pascalCode(value);
+}
 
 export const errorClassName = (code: string) => `${pascalCode(code)}Exception`;
 

@@ -59,7 +59,7 @@ function named(type: OutputTypeRef): OutputTypeRef {
  * The record of a connection's nodes, as render-types names it (`<Op>Data` + the path + `Edges` + `Node`), or
  * JsonNode when the node has type-conditioned variants (kept as JSON there too).
  */
-export function nodeRecord(op: OperationIR, c: ConnectionIR): string {
+function nodeRecord(op: OperationIR, c: ConnectionIR): string {
   let shape = op.result;
   let name = `${op.name}Data`;
   for (const key of [...c.path, 'edges', 'node']) {

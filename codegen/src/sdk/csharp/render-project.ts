@@ -64,7 +64,7 @@ export function renderSolution(): string {
 }
 
 /** The samples the README quotes verbatim (each builds with `dotnet test` in sdks/csharp; the e2e tests run two). */
-export interface ReadmeSamples {
+interface ReadmeSamples {
   quickstart?: string;
   subscriber?: string;
   outbox?: string;
