@@ -66,13 +66,18 @@ describe('AgentGraphClient over real HTTP', () => {
     const result = await client(server.url, { clock, newKey: () => 'key-abc' }).execute(CREATE_ROOM, {
       input: { name: 'ops' },
     });
-    expect(result).toEqual({
+    const { response, ...envelope } = result;
+    expect(envelope).toEqual({
       data: { createRoom: { room: { id: 'r1' } } },
       extensions: { idempotentReplay: true },
       replayed: true,
       attempts: 2,
       idempotencyKey: 'key-abc',
     });
+    // The answer that carried the result (the second attempt's), as the generated methods' withResponse() gives it.
+    expect(response.status).toBe(200);
+    expect(response.body).toEqual({ data: envelope.data, extensions: envelope.extensions });
+    expect(response.bytes).toBeGreaterThan(0);
     expect(clock.sleeps).toEqual([2000]);
     expect(server.received).toHaveLength(2);
     for (const { headers, body } of server.received) {
