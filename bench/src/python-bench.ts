@@ -1,8 +1,8 @@
 /**
  * The Python SDK's benchmark: `npx tsx bench/src/python-bench.ts [--calls 500] [--rounds 5]
  * [--messages 1000] [--rooms 10]` runs sdk-templates/python/bench/sdk_overhead.py with Debian's /usr/bin/python3
- * (needs the generated SDK in sdks/python, i.e. `npm run codegen` on a fresh tree, and python3-httpx, -tenacity,
- * -jwt, -cryptography), checks its JSON with zod and prints it:
+ * (the generated SDK in sdks/python and its runtime, the agentgraph-runtime distribution in sdk-templates/python, both
+ * from source; Debian's python3-httpx, -tenacity, -jwt, -cryptography), checks its JSON with zod and prints it:
  *
  * - SDK overhead per call: the generated `agentgraph` client vs a plain httpx.AsyncClient POST of the same body
  *   against a loopback http.server in a child process, the same query and idempotent mutation, one call at a time

@@ -2,8 +2,9 @@
  * The secret filter's quality and speed: `npx tsx bench/src/secrets-bench.ts [--mb 4] [--rounds 5]` (or
  * `npm run bench -- --secrets`) prints JSON:
  *
- * - per detector table — the memory subgraph's server filter, the TypeScript SDK's detectors (sdks/typescript) and the
- *   Python SDK's (sdk-templates/python, copied as is into sdks/python; through /usr/bin/python3) — recall and precision on the labelled corpus
+ * - per detector table — the memory subgraph's server filter, the TypeScript SDK's detectors (its runtime package,
+ *   sdk-templates/typescript) and the Python SDK's (its runtime distribution, sdk-templates/python; through
+ *   /usr/bin/python3) — recall and precision on the labelled corpus
  *   (test/secrets-corpus/corpus.json; a secret counts as found only when its labelled detector fires), the
  *   misclassified case ids, and per detector how often it fired on the secrets labelled with it, on other secrets and
  *   on harmless values. The C# SDK is the same table (its test, DetectorCorpusTests, holds it to the same targets);
@@ -155,7 +156,7 @@ const sdkVerdicts = cases.map((c) => {
   return { ids, flagged: ids.length > 0 };
 });
 const typescript = {
-  table: 'sdks/typescript (privacy gate detectors)',
+  table: "sdk-templates/typescript (the TypeScript SDK runtime's privacy gate detectors)",
   ...score(sdkVerdicts),
   mbPerSecMixed: throughput(mixed, (t) => detect(t)),
   mbPerSecBase64: throughput(blob, (t) => detect(t)),
@@ -188,7 +189,7 @@ try {
   });
   const py = JSON.parse(out) as { ids: string[][]; mixed: number; base64: number };
   python = {
-    table: 'sdk-templates/python (privacy gate detectors; sdks/python holds a copy)',
+    table: "sdk-templates/python (the Python SDK runtime's privacy gate detectors)",
     ...score(py.ids.map((ids) => ({ ids, flagged: ids.length > 0 }))),
     sameIdsAsTypeScript: py.ids.every((ids, i) => ids.join() === sdkVerdicts[i]!.ids.join()),
     mbPerSecMixed: py.mixed,
