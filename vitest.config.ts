@@ -13,8 +13,10 @@ const require = createRequire(import.meta.url);
  * (test/src/database.ts). Each entry is a test file or a glob of test files.
  */
 const UNIT = [
+  'codegen/test/sdk-csharp.test.ts',
   'codegen/test/sdk-generate.test.ts',
   'codegen/test/sdk-ir.test.ts',
+  'codegen/test/sdk-python.test.ts',
   'codegen/test/schema-check/*.test.ts',
   'gateway/test/config.test.ts',
   'gateway/test/console-upload.test.ts',
@@ -74,6 +76,9 @@ const DB_AGNOSTIC = [
   'runtime/test/pglite-template.test.ts',
   'test/e2e/csharp-exactly-once.test.ts',
   'test/e2e/python-exactly-once.test.ts',
+  // The packages as their users install them (npm pack, dotnet pack): about the packaging, not the database.
+  'codegen/test/sdk-typescript-package.test.ts',
+  'test/e2e/csharp-package.test.ts',
   // The console's browser tests run `npm start` on its embedded PGlite whatever the scope.
   'test/e2e/console/**',
 ];
