@@ -170,7 +170,7 @@ describe('SDK subscriptions with only the client token provider, reconnecting af
     );
   }, 120_000);
 
-  it('C#: sdk.Client.CreateSubscriptionClient(), as samples/RoomSubscriber', async () => {
+  it('C#: sdk.OnRoomMessageAsync (typed, resumed by afterSeq), as samples/RoomSubscriber', async () => {
     await scenario((room, onLine) =>
       runSubscriber(
         'dotnet',
