@@ -9,6 +9,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { RUNTIME_PROJECT } from '../src/sdk/csharp/render-project.js';
 import { csharpTarget } from '../src/sdk/csharp/index.js';
 import { listFiles } from '../src/sdk/files.js';
+import { isHandWritten } from '../src/sdk/write-target.js';
 import { generateSdks, type GenerateResult } from '../src/sdk/generate.js';
 import { ROOT } from './sdk-fixture.js';
 
@@ -50,8 +51,18 @@ describe('C# SDK generation', () => {
 
   it('the committed sdks/csharp is current (run npm run codegen)', () => {
     const committed = join(ROOT, 'sdks/csharp');
-    const onDisk = listFiles(committed, new Set(['bin', 'obj']));
+    const onDisk = listFiles(committed, new Set(['bin', 'obj'])).filter(
+      (rel) => !isHandWritten(rel, csharpTarget.handWritten),
+    );
     expect(onDisk).toEqual([...files.keys()]);
+    // The samples are written by hand (never generated), and the solution builds each of them.
+    expect([...files.keys()].filter((p) => p.startsWith('samples/'))).toEqual([]);
+    const solution = files.get('AgentGraph.Sdk.slnx')!;
+    for (const sample of ['OutboxPoster', 'Quickstart', 'RoomSubscriber']) {
+      const project = `samples/${sample}/${sample}.csproj`;
+      expect(existsSync(join(committed, project)), project).toBe(true);
+      expect(solution).toContain(project);
+    }
     for (const [path, content] of files)
       expect(readFileSync(join(committed, path), 'utf8'), path).toBe(content);
   });

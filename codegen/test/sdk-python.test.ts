@@ -4,14 +4,14 @@
  * quotes every sample whole. The generated Python itself runs in sdks/python/tests and
  * sdk-templates/python/tests/test_packaging.py (pytest).
  */
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { buildIR } from '../src/sdk/build-ir.js';
 import type { GeneratedFile } from '../src/sdk/target.js';
 import type { IR } from '../src/sdk/ir.js';
 import { loadInputs } from '../src/sdk/inputs.js';
-import { pythonTarget, PYTHON_RUNTIME_PROJECT } from '../src/sdk/python/index.js';
+import { pythonTarget, PYTHON_RUNTIME_PROJECT, PYTHON_SAMPLES } from '../src/sdk/python/index.js';
 import { pyName, uniquePyNames } from '../src/sdk/python/names.js';
 import { pyprojectVersion } from '../src/sdk/python/render-project.js';
 import { connectionNodeType } from '../src/sdk/python/render-types.js';
@@ -99,14 +99,15 @@ describe('Python target', () => {
     expect(connectionNodeType(notes, ['notes'])).toBe('NotesDataNotesEdgesNode');
   });
 
-  it('quotes every sample whole in the README', () => {
+  it('quotes every hand-written sample whole in the README, and generates none (samples/ is not its to write)', () => {
     const readme = files.get('README.md')!;
-    const samples = [...files.keys()].filter((p) => p.startsWith('samples/'));
-    const quoted = samples.filter(
-      (p) => !['samples/outbox_poster.py', 'samples/sidecar_agent.py'].includes(p),
+    expect([...files.keys()].filter((p) => p.startsWith('samples/'))).toEqual([]);
+    const dir = join(ROOT, PYTHON_SAMPLES);
+    const quoted = readdirSync(dir).filter(
+      (name) => name.endsWith('.py') && !['outbox_poster.py', 'sidecar_agent.py'].includes(name),
     );
     expect(quoted.length).toBe(6);
-    for (const path of quoted) expect(readme, path).toContain(files.get(path)!.trim());
+    for (const name of quoted) expect(readme, name).toContain(readFileSync(join(dir, name), 'utf8').trim());
     for (const heading of [
       'Install',
       'Quickstart',

@@ -10,7 +10,7 @@ import { generateSdks } from '../sdk/generate.js';
 import { listFiles } from '../sdk/files.js';
 import type { SdkInputs } from '../sdk/inputs.js';
 import { MANIFEST_PATH } from '../sdk/manifest.js';
-import { NOT_OURS } from '../sdk/write-target.js';
+import { isHandWritten, NOT_OURS } from '../sdk/write-target.js';
 import type { Violation } from './rules.js';
 
 const read = (path: string) => (existsSync(path) ? readFileSync(path, 'utf8') : undefined);
@@ -53,7 +53,7 @@ export async function checkStaleness(
     for (const [rel, content] of want) compare(root, `${target.outDir}/${rel}`, content, out);
     const onDisk = existsSync(dir) ? listFiles(dir, NOT_OURS) : []; // not build output (bin/, obj/)
     for (const rel of onDisk)
-      if (!want.has(rel))
+      if (!want.has(rel) && !isHandWritten(rel, target.handWritten))
         out.push({
           rule: 'stale',
           coordinate: `${target.outDir}/${rel}`,

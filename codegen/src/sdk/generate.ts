@@ -60,7 +60,7 @@ export function writeSdks(
   const manifestChanged = writeIfChanged(join(outRoot, MANIFEST_PATH), result.manifest);
   const reports = result.targets.map(({ target, files }) => ({
     target,
-    report: writeTarget(join(outRoot, target.outDir), files),
+    report: writeTarget(join(outRoot, target.outDir), files, target.handWritten),
   }));
   return { manifestChanged, reports };
 }

@@ -22,5 +22,10 @@ export interface Target {
   name: string;
   /** Output folder relative to the repository root, e.g. `sdks/typescript`. */
   outDir: string;
+  /**
+   * Folders inside `outDir` written by hand (e.g. `samples/`, programs that use the generated SDK and build with it):
+   * never generated, never deleted, not stale. The generator may read them (a README quoting a sample).
+   */
+  handWritten?: readonly string[];
   generate(ir: IR, ctx: TargetContext): Promise<GeneratedFile[]>;
 }

@@ -1,6 +1,7 @@
 /**
  * Writes a target's files into its folder: unchanged files are left alone (byte-stable output keeps `git status`
- * clean), and files the target no longer generates are deleted, so the folder is exactly the generator's output.
+ * clean), and files the target no longer generates are deleted, so the folder is exactly the generator's output and
+ * the target's hand-written folders (`Target.handWritten`, e.g. `samples/`), which are never touched.
  */
 import { existsSync, rmdirSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
@@ -24,12 +25,21 @@ function removeEmptyDirs(dir: string): void {
   if (readdirSync(dir).length === 0) rmdirSync(dir);
 }
 
-export function writeTarget(outDir: string, files: readonly GeneratedFile[]): WriteReport {
+/** Whether `rel` (a path inside a target's folder) lies in one of its hand-written folders. */
+export function isHandWritten(rel: string, handWritten: readonly string[] = []): boolean {
+  return handWritten.some((folder) => rel.startsWith(folder));
+}
+
+export function writeTarget(
+  outDir: string,
+  files: readonly GeneratedFile[],
+  handWritten: readonly string[] = [],
+): WriteReport {
   const report: WriteReport = { written: [], deleted: [], unchanged: 0 };
   const keep = new Set(files.map((f) => f.path));
   if (existsSync(outDir)) {
     for (const rel of listFiles(outDir, NOT_OURS)) {
-      if (keep.has(rel)) continue;
+      if (keep.has(rel) || isHandWritten(rel, handWritten)) continue;
       rmSync(join(outDir, rel));
       report.deleted.push(rel);
     }

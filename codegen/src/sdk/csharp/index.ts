@@ -2,9 +2,10 @@
  * The C# target: sdks/csharp/ = generated errors, operations, types, the client class (AgentGraphSdk) and its DI registration (AddAgentGraph), the library project
  * (net8.0;net10.0, NuGet-packable) that references the runtime project
  * (sdk-templates/csharp/src/AgentGraph.Sdk.Runtime: never copied, so each runtime line exists once; `dotnet pack`
- * turns the reference into a dependency on the AgentGraph.Sdk.Runtime package of the same version), the samples
- * (sdk-templates/csharp/samples), build props that import the template's, and a solution (.slnx). C# files are not
- * run through prettier; the renderers indent them themselves.
+ * turns the reference into a dependency on the AgentGraph.Sdk.Runtime package of the same version), build props that
+ * import the template's, and a solution (.slnx) that also builds the samples. `samples/` is written by hand (programs
+ * that use the generated SDK; the README quotes them, the e2e tests run them): the generator reads it and never writes
+ * or deletes it. C# files are not run through prettier; the renderers indent them themselves.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -20,28 +21,25 @@ import { renderServices } from './render-services.js';
 import { renderTests, renderTestProject } from './render-tests.js';
 import { renderTypes } from './render-types.js';
 
-export const CSHARP_TEMPLATE = 'sdk-templates/csharp';
 const BUILD_OUTPUT = new Set(['bin', 'obj']);
 
-function copied(root: string, from: string, to: string, keep: (rel: string) => boolean): GeneratedFile[] {
-  const dir = join(root, CSHARP_TEMPLATE, from);
-  return listFiles(dir, BUILD_OUTPUT)
-    .filter(keep)
-    .map((rel) => ({ path: `${to}${rel}`, content: readFileSync(join(dir, rel), 'utf8') }));
+/** The hand-written samples (sdks/csharp/samples): Program.cs of each, by sample name. */
+export const CSHARP_SAMPLES = 'sdks/csharp/samples';
+
+function sampleProgram(root: string, name: string): string | undefined {
+  const dir = join(root, CSHARP_SAMPLES, name);
+  return listFiles(dir, BUILD_OUTPUT).includes('Program.cs')
+    ? readFileSync(join(dir, 'Program.cs'), 'utf8')
+    : undefined;
 }
 
 export const csharpTarget: Target = {
   name: 'csharp',
   outDir: 'sdks/csharp',
+  handWritten: ['samples/'],
   async generate(ir: IR, ctx: TargetContext): Promise<GeneratedFile[]> {
     checkNames(ir);
-    const samples = copied(
-      ctx.root,
-      'samples',
-      'samples/',
-      (rel) => rel.endsWith('.cs') || rel.endsWith('.csproj'),
-    );
-    const sample = (name: string) => samples.find((f) => f.path === `samples/${name}/Program.cs`)?.content;
+    const sample = (name: string) => sampleProgram(ctx.root, name);
     const readme = {
       quickstart: sample('Quickstart'),
       subscriber: sample('RoomSubscriber'),
@@ -60,7 +58,6 @@ export const csharpTarget: Target = {
       { path: 'test/AgentGraph.Sdk.Tests/GeneratedTests.cs', content: renderTests(ir) },
       { path: 'Directory.Build.props', content: renderPropsImport('Directory.Build.props') },
       { path: 'Directory.Packages.props', content: renderPropsImport('Directory.Packages.props') },
-      ...samples,
     ];
     return files.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
   },

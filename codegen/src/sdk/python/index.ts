@@ -1,7 +1,8 @@
 /**
  * The Python target: sdks/python/ = the distribution `agentgraph`: generated errors, operations, types (dataclasses)
- * and the AgentGraph / AsyncAgentGraph classes, pyproject.toml, py.typed, a README, tests and the samples (sdk-templates/python/samples,
- * copied verbatim into samples/). The runtime is not copied: it is the distribution `agentgraph-runtime`
+ * and the AgentGraph / AsyncAgentGraph classes, pyproject.toml, py.typed, a README and tests. `samples/` is written
+ * by hand (programs that use the generated SDK; the README quotes them whole, the packaging test and the e2e tests run
+ * them): the generator reads it and never writes or deletes it. The runtime is not copied: it is the distribution `agentgraph-runtime`
  * (sdk-templates/python), which the generated package imports as `agentgraph_runtime` and pins to the runtime's own
  * version (read from its pyproject.toml). Python files are not run through prettier; the renderers indent them
  * themselves.
@@ -25,25 +26,26 @@ import { renderReadme } from './render-readme.js';
 import { renderTypes } from './render-types.js';
 
 export const PYTHON_RUNTIME_PROJECT = 'sdk-templates/python/pyproject.toml';
-export const PYTHON_SAMPLES = 'sdk-templates/python/samples';
+export const PYTHON_SAMPLES = 'sdks/python/samples';
 const SKIP = new Set(['__pycache__']);
 
 export const pythonTarget: Target = {
   name: 'python',
   outDir: 'sdks/python',
+  handWritten: ['samples/'],
   async generate(ir: IR, ctx: TargetContext): Promise<GeneratedFile[]> {
     const runtimeVersion = pyprojectVersion(readFileSync(join(ctx.root, PYTHON_RUNTIME_PROJECT), 'utf8'));
     const samplesDir = join(ctx.root, PYTHON_SAMPLES);
     const samples = listFiles(samplesDir, SKIP)
       .filter((rel) => rel.endsWith('.py'))
-      .map((rel) => ({ path: `samples/${rel}`, content: readFileSync(join(samplesDir, rel), 'utf8') }));
+      .map((rel) => ({ name: rel, content: readFileSync(join(samplesDir, rel), 'utf8') }));
     const files: GeneratedFile[] = [
       { path: 'pyproject.toml', content: renderPyproject(runtimeVersion) },
       {
         path: 'README.md',
         content: await ctx.format(
           'README.md',
-          renderReadme(ir, new Map(samples.map((f) => [f.path.slice('samples/'.length), f.content]))),
+          renderReadme(ir, new Map(samples.map((f) => [f.name, f.content]))),
         ),
       },
       { path: 'agentgraph/__init__.py', content: renderInit() },
@@ -54,7 +56,6 @@ export const pythonTarget: Target = {
       { path: 'agentgraph/client.py', content: renderClient(ir) },
       { path: 'tests/conftest.py', content: renderConftest() },
       { path: 'tests/test_generated_sdk.py', content: renderTests(ir) },
-      ...samples,
     ];
     return files.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
   },

@@ -1,6 +1,6 @@
 /**
  * sdks/python/README.md: install from the wheels, then every feature with a runnable example. The examples are the
- * samples (sdk-templates/python/samples) quoted whole, so what the README shows is what
+ * samples (sdks/python/samples, written by hand) quoted whole, so what the README shows is what
  * sdk-templates/python/tests/test_packaging.py runs from a fresh venv (and test/e2e runs room_subscriber.py against
  * the platform). A section whose sample is missing is left out.
  */
