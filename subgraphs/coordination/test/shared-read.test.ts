@@ -113,6 +113,8 @@ function controlled() {
   const captured: string[] = [];
   let handler: NotificationHandler | null = null;
   let reads = 0;
+  /** Reads that have answered (the statement done): a stream whose read answered is idle again. */
+  let answered = 0;
   let held: { ran: () => void; gate: Promise<void> } | null = null;
   let failNext: Error | null = null;
   const wrapped: Database = {
@@ -131,6 +133,7 @@ function controlled() {
         hold.ran();
         await hold.gate;
       }
+      answered++;
       return rows;
     },
     async listen(channel, onNotify, onReconnect) {
@@ -142,6 +145,7 @@ function controlled() {
   return {
     db: wrapped,
     reads: () => reads,
+    answered: () => answered,
     deliver: (payload: string) => handler!(payload),
     /** The n-th notification captured (PostgreSQL delivers it after the commit, asynchronously: wait for it). */
     nth: async (n: number) => {
@@ -177,7 +181,7 @@ async function setup() {
 
 /**
  * `n` room streams from seq `afterSeq` on `c`'s handle, each as a different principal of the tenant, each with its
- * first `next()` pending and its initial read done (so it waits for a notification).
+ * first `next()` pending and its initial read answered (so it waits for a notification).
  */
 async function idleStreams(
   c: ReturnType<typeof controlled>,
@@ -185,7 +189,7 @@ async function idleStreams(
   n: number,
   afterSeq: number,
 ) {
-  const readsBefore = c.reads();
+  const answeredBefore = c.answered();
   const streams = Array.from({ length: n }, (_, i) => {
     const abort = new AbortController();
     const stream = roomMessageStream({
@@ -198,7 +202,9 @@ async function idleStreams(
     });
     return { abort, stream, next: stream.next() };
   });
-  await expect.poll(() => c.reads()).toBe(readsBefore + n);
+  // Wait for the initial reads to answer, not merely to start: a stream still reading when a notification comes
+  // reads again afterwards (its rows may predate the commit), an extra read the counts below would see.
+  await expect.poll(() => c.answered()).toBe(answeredBefore + n);
   return streams;
 }
 
