@@ -37,10 +37,17 @@ const agent = new Agent({ keepAlive: true, maxSockets: 128, keepAliveMsecs: 10_0
 const keepAliveFetcher = ((url: string, init: Record<string, unknown>) =>
   nodeFetch(url, { ...init, agent })) as unknown as RemoteGraphQLDataSource['fetcher'];
 
+// Our subgraphs answer `_entities` only to a gateway that sends the deployment's gateway secret (the bench starts
+// every target with GATEWAY_SECRET; runtime/src/gateway-secret.ts names the header): any gateway in front of them is
+// configured so, stock Apollo included. Not imported from the runtime: the peer's process loads only its own stack.
+const GATEWAY_SECRET_HEADER = 'x-agentgraph-gateway';
+const gatewaySecret = process.env['GATEWAY_SECRET'];
+
 class ForwardAuth extends RemoteGraphQLDataSource<Ctx> {
   override willSendRequest({ request, context }: GraphQLDataSourceProcessOptions<Ctx>): void {
     const auth = (context as Ctx).authorization;
     if (auth) request.http?.headers.set('authorization', auth);
+    if (gatewaySecret) request.http?.headers.set(GATEWAY_SECRET_HEADER, gatewaySecret);
   }
 }
 

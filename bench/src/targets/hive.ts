@@ -22,6 +22,12 @@ import { createGatewayRuntime } from '@graphql-hive/gateway-runtime';
 import { buildHTTPExecutor } from '@graphql-tools/executor-http';
 import { installGracefulExit } from './exit.js';
 
+// Our subgraphs answer `_entities` only to a gateway that sends the deployment's gateway secret (the bench starts
+// every target with GATEWAY_SECRET; runtime/src/gateway-secret.ts names the header): any gateway in front of them is
+// configured so.
+const GATEWAY_SECRET_HEADER = 'x-agentgraph-gateway';
+const gatewaySecret = process.env['GATEWAY_SECRET'];
+
 const { values } = parseArgs({
   options: {
     sdl: { type: 'string' },
@@ -47,7 +53,11 @@ const gateway = createGatewayRuntime({
     },
   },
   propagateHeaders: {
-    fromClientToSubgraphs: ({ request }) => ({ authorization: request.headers.get('authorization') }),
+    // The caller's token, and the gateway secret our subgraphs require of any gateway (GATEWAY_SECRET, set by the bench).
+    fromClientToSubgraphs: ({ request }) => ({
+      authorization: request.headers.get('authorization'),
+      ...(gatewaySecret ? { [GATEWAY_SECRET_HEADER]: gatewaySecret } : {}),
+    }),
   },
 });
 const server = createServer(gateway);
