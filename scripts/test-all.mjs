@@ -8,17 +8,14 @@
 //     when the caller set one (then step 3 is left out);
 //  3. vitest again on a private PostgreSQL 15 cluster (scripts/pg-cluster.sh) for the files that touch a database
 //     (AGENTGRAPH_TEST_SCOPE=database; vitest.config.ts lists the ones that do not), when PostgreSQL 15's binaries
-//     are installed (TEST_POSTGRES=0 leaves it out; TEST_POSTGRES=1 makes a missing server a failure). Steps 2 and 3
-//     run at the same time (most of their time is waiting: HTTP round trips, child processes, PGlite's single
-//     connection); the PostgreSQL pass's output is shown when both are done. TEST_DATABASE_PASSES=serial runs them
-//     one after the other;
+//     are installed (TEST_POSTGRES=0 leaves it out; TEST_POSTGRES=1 makes a missing server a failure);
 //  4. the C# SDK's xunit tests (runtime + conformance vectors, and the generated SDK's), with `dotnet test`.
 // Each part's counts come from its machine-readable report (vitest JSON, TRX, JUnit XML). The last line is
 // `N passed, N failed` (all parts added up); the exit code is non-zero when anything failed or could not run.
 // `npm test -- <vitest args>` runs only vitest with those arguments (one file, a filter, --watch...);
 // `npm run test:unit -- <vitest args>` the same within the fast tier.
-import { spawn, spawnSync } from 'node:child_process';
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -110,29 +107,6 @@ function vitest(label, env) {
   parts.push({ part: `vitest (${label})`, seconds: r.seconds, ...countVitest(report, r.status) });
 }
 
-/**
- * The same as `vitest`, without waiting: resolves when the run is over. Its output goes to the terminal, or to `log`
- * (a file) when another run shares the terminal.
- */
-function vitestAsync(label, env, log) {
-  const report = join(OUT, `vitest-${label}.json`);
-  say(`vitest on ${label}${log ? ` (output in ${log}, shown when it ends)` : ''}`);
-  const started = Date.now();
-  const fd = log ? openSync(log, 'w') : null;
-  const child = spawn(
-    process.execPath,
-    [vitestBin, 'run', '--reporter=default', '--reporter=json', `--outputFile.json=${report}`],
-    { cwd: ROOT, env, stdio: fd === null ? 'inherit' : ['ignore', fd, fd] },
-  );
-  return new Promise((resolve) => {
-    child.once('close', (code) => {
-      if (fd !== null) closeSync(fd);
-      const seconds = Math.round((Date.now() - started) / 1000);
-      resolve({ part: `vitest (${label})`, seconds, ...countVitest(report, code ?? 1) });
-    });
-  });
-}
-
 const callerDb = process.env.DATABASE_URL;
 const baseEnv = { ...process.env };
 delete baseEnv.DATABASE_URL;
@@ -163,16 +137,12 @@ if (run(process.execPath, [join(ROOT, 'scripts/build-web.mjs')]).status !== 0) {
   parts.push({ part: 'web console build', seconds: 0, passed: 0, failed: 1 });
 }
 
-// 2 + 3: the rest of the TypeScript on PGlite (or the caller's DATABASE_URL) and, at the same time, on a private
-// PostgreSQL cluster.
+// 2 + 3: the rest of the TypeScript on PGlite (or the caller's DATABASE_URL), then on a private PostgreSQL cluster.
 const rest = { AGENTGRAPH_TEST_SCOPE: 'integration' };
-const firstPass = () =>
-  vitestAsync(
-    callerDb ? 'DATABASE_URL' : 'PGlite',
-    callerDb ? { ...process.env, ...rest } : { ...baseEnv, ...rest },
-    null,
-  );
-const serial = process.env.TEST_DATABASE_PASSES === 'serial';
+vitest(
+  callerDb ? 'DATABASE_URL' : 'PGlite',
+  callerDb ? { ...process.env, ...rest } : { ...baseEnv, ...rest },
+);
 const pgWanted = process.env.TEST_POSTGRES !== '0' && !callerDb;
 const pgInstalled = existsSync('/usr/lib/postgresql/15/bin/initdb') || Boolean(process.env.PG_BIN);
 if (pgWanted && pgInstalled) {
@@ -185,17 +155,7 @@ if (pgWanted && pgInstalled) {
   const dir = /PG_CLUSTER_DIR=(\S+)/.exec(started.stdout ?? '')?.[1];
   if (started.status === 0 && url) {
     try {
-      const log = serial ? null : join(OUT, 'vitest-PostgreSQL.log');
-      const pgPass = () =>
-        vitestAsync('PostgreSQL', { ...baseEnv, DATABASE_URL: url, AGENTGRAPH_TEST_SCOPE: 'database' }, log);
-      const results = serial
-        ? [await firstPass(), await pgPass()]
-        : await Promise.all([firstPass(), pgPass()]);
-      if (log) {
-        say(`vitest on PostgreSQL: its output (${log})`);
-        process.stdout.write(readFileSync(log, 'utf8'));
-      }
-      parts.push(...results);
+      vitest('PostgreSQL', { ...baseEnv, DATABASE_URL: url, AGENTGRAPH_TEST_SCOPE: 'database' });
     } finally {
       spawnSync('bash', [join(ROOT, 'scripts/pg-cluster.sh'), 'stop', dir ?? ''], {
         cwd: ROOT,
@@ -203,7 +163,6 @@ if (pgWanted && pgInstalled) {
       });
     }
   } else {
-    parts.push(await firstPass());
     parts.push({
       part: 'vitest (PostgreSQL)',
       seconds: 0,
@@ -212,10 +171,7 @@ if (pgWanted && pgInstalled) {
       note: 'the cluster did not start',
     });
   }
-} else {
-  parts.push(await firstPass());
-}
-if (pgWanted && !pgInstalled) {
+} else if (pgWanted) {
   const required = process.env.TEST_POSTGRES === '1';
   say(
     `PostgreSQL 15 is not installed: the PostgreSQL pass is ${required ? 'missing (failure)' : 'left out'}`,
