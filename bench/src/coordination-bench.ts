@@ -48,6 +48,7 @@ import {
   type Child,
 } from './lib/proc.js';
 import { dbCountsOf, memoryOf, postgresCpuMs as clusterCpuMs, type Memory } from './lib/probes.js';
+import { startOurGateway } from './lib/our-gateway.js';
 import { machineInfo } from './lib/report.js';
 import type { SubgraphsReady } from './procs/subgraphs.js';
 
@@ -194,36 +195,14 @@ async function main() {
     300_000,
   );
   const devices = sg.devices!;
-  const gateway = spawnChild({
-    name: 'gateway',
-    entry: join(BENCH_SRC, 'targets/ours.ts'),
-    env: {
-      ...Object.fromEntries(
-        Object.entries(sg.subgraphUrls).map(([n, u]) => [`SUBGRAPH_${n.toUpperCase()}_URL`, u]),
-      ),
-      GATEWAY_PORT: String(ports[5]),
-      HOST: '127.0.0.1',
-      TOKEN_ISSUER: sg.tokenIssuer,
-      JWKS_URL: sg.jwksUrl,
-      DATA_DIR: 'memory://',
-      LOG_LEVEL: 'warn',
-    },
-    logDir: runDir,
-    ipc: true,
-    nodeFlags: ['--expose-gc', ...(PROFILE ? cpuProf('gateway') : [])],
+  const gateway = await startOurGateway({
+    subgraphs: sg,
+    port: ports[5]!,
+    runDir,
+    profile: PROFILE,
+    children,
   });
-  children.push(gateway);
   const gatewayUrl = new URL(`http://127.0.0.1:${ports[5]}`);
-  for (let i = 0; ; i++) {
-    try {
-      const r = await fetch(new URL('/readyz', gatewayUrl));
-      if (r.ok) break;
-    } catch {
-      /* not yet */
-    }
-    if (i > 600) throw new Error(`gateway not ready; see ${gateway.logFile}`);
-    await sleep(100);
-  }
 
   // --- 1. idle streams ---------------------------------------------------------------------------------------
   const received = new Map<number, number>();

@@ -53,6 +53,7 @@ import {
   spawnChild,
   type Child,
 } from './lib/proc.js';
+import { startOurGateway } from './lib/our-gateway.js';
 import { machineInfo } from './lib/report.js';
 import type { SubgraphsReady } from './procs/subgraphs.js';
 
@@ -259,37 +260,15 @@ async function main() {
     (m) => (m as { type?: string }).type === 'ready',
     300_000,
   );
-  const gateway = spawnChild({
-    name: 'gateway',
-    entry: join(BENCH_SRC, 'targets/ours.ts'),
-    env: {
-      ...Object.fromEntries(
-        Object.entries(sg.subgraphUrls).map(([n, u]) => [`SUBGRAPH_${n.toUpperCase()}_URL`, u]),
-      ),
-      GATEWAY_PORT: String(ports[5]),
-      HOST: '127.0.0.1',
-      TOKEN_ISSUER: sg.tokenIssuer,
-      JWKS_URL: sg.jwksUrl,
-      DATA_DIR: 'memory://',
-      LOG_LEVEL: 'warn',
-    },
-    logDir: runDir,
-    ipc: true,
-    nodeFlags: ['--expose-gc', ...(PROFILE ? cpuProf('gateway') : [])],
-  });
-  children.push(gateway);
   const gatewayPort = ports[5]!;
+  const gateway = await startOurGateway({
+    subgraphs: sg,
+    port: gatewayPort,
+    runDir,
+    profile: PROFILE,
+    children,
+  });
   const graphqlUrl = `http://127.0.0.1:${gatewayPort}/graphql`;
-  for (let i = 0; ; i++) {
-    try {
-      const r = await fetch(`http://127.0.0.1:${gatewayPort}/readyz`);
-      if (r.ok) break;
-    } catch {
-      /* not yet */
-    }
-    if (i > 600) throw new Error(`gateway not ready; see ${gateway.logFile}`);
-    await sleep(100);
-  }
   const owner = { authorization: `Bearer ${sg.token}` };
   const rooms = await postGraphQL(
     graphqlUrl,
