@@ -112,10 +112,6 @@ export class ReservedOperation implements MuxOperation {
     this.cancelUpstream();
   }
 
-  get isEnded(): boolean {
-    return this.ended;
-  }
-
   /** A no-op when the subgraph ended the operation itself (the mux forgot it then). */
   private cancelUpstream(): void {
     if (this.upstream && this.upstreamId !== undefined) this.upstream.cancel(this.upstreamId);

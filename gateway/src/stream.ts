@@ -497,16 +497,13 @@ export function createStreamHandler(opts: StreamOptions) {
     if (token !== undefined) return serveReserved(req, res, ctx, token);
     const accept = (req.headers.accept ?? '').toLowerCase();
     if (!accept.includes('text/event-stream')) {
-      respond(
+      refuse(
         res,
-        codedResponse(
-          new AppError(
-            'BAD_USER_INPUT',
-            'Streams need "Accept: text/event-stream" (graphql-sse, distinct connections mode), or a reservation ' +
-              '(PUT, then its token in x-graphql-event-stream-token: single connection mode).',
-          ),
-          406,
-          ctx.correlationId,
+        406,
+        new AppError(
+          'BAD_USER_INPUT',
+          'Streams need "Accept: text/event-stream" (graphql-sse, distinct connections mode), or a reservation ' +
+            '(PUT, then its token in x-graphql-event-stream-token: single connection mode).',
         ),
         ctx.correlationId,
       );
