@@ -57,6 +57,7 @@ const UNIT = [
   'subgraphs/coordination/test/intent-machine.test.ts',
   'subgraphs/identity/test/jwks-route.test.ts',
   'subgraphs/identity/test/passwords.test.ts',
+  'subgraphs/memory/test/flat-index.test.ts',
   'subgraphs/memory/test/secrets-corpus.test.ts',
   'subgraphs/memory/test/secrets.test.ts',
   'test/conformance/**/*.test.ts',

@@ -652,7 +652,7 @@ function runScripts(scripts: Record<string, string[]>): void {
     // --conditions: the SDK packages resolve to their TypeScript sources (sdk-templates/typescript/README.md).
     const stdout = execFileSync(
       process.execPath,
-      ['--conditions=@agentgraph/source', '--import', 'tsx', ...argv],
+      ['--expose-gc', '--conditions=@agentgraph/source', '--import', 'tsx', ...argv],
       {
         cwd: REPO_ROOT,
         encoding: 'utf8',

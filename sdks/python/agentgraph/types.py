@@ -94,6 +94,7 @@ class MemoryJobState(str, Enum):
 class MemoryVectorSearchPath(str, Enum):
     """How Query.searchMemory ranks by embedding in a workspace."""
     HNSW_INDEX = "HNSW_INDEX"
+    EXACT_IN_MEMORY = "EXACT_IN_MEMORY"
     EXACT_SCAN = "EXACT_SCAN"
 
 

@@ -86,9 +86,9 @@ export type MemoryJobState = 'QUEUED' | 'RUNNING' | 'SUCCEEDED' | 'FAILED' | 'DE
 export const MemoryJobStateValues = ['QUEUED', 'RUNNING', 'SUCCEEDED', 'FAILED', 'DEAD'] as const;
 
 /** How Query.searchMemory ranks by embedding in a workspace. */
-export type MemoryVectorSearchPath = 'HNSW_INDEX' | 'EXACT_SCAN';
+export type MemoryVectorSearchPath = 'HNSW_INDEX' | 'EXACT_IN_MEMORY' | 'EXACT_SCAN';
 
-export const MemoryVectorSearchPathValues = ['HNSW_INDEX', 'EXACT_SCAN'] as const;
+export const MemoryVectorSearchPathValues = ['HNSW_INDEX', 'EXACT_IN_MEMORY', 'EXACT_SCAN'] as const;
 
 export type ReleaseState =
   'AWAITING_UPLOAD' | 'QUARANTINED' | 'ANALYSIS_FAILED' | 'IN_REVIEW' | 'APPROVED' | 'REJECTED' | 'REVOKED';
@@ -2755,13 +2755,13 @@ export type WorkspacesData = {
         /** Which search paths Query.searchMemory takes in this workspace on this server. */
         searchCapabilities: {
           /**
-           * How records are ranked by embedding: HNSW_INDEX (pgvector, approximate) or EXACT_SCAN (every record
-           * compared).
+           * How records are ranked by embedding: HNSW_INDEX (pgvector, approximate), EXACT_IN_MEMORY (every
+           * record compared, in the memory service's process), or EXACT_SCAN (every record compared, in SQL).
            */
           vectorSearch: MemoryVectorSearchPath;
           /**
-           * True when vector results are exact (EXACT_SCAN); false when an approximate index may miss a near
-           * neighbour.
+           * True when vector results are exact (EXACT_IN_MEMORY, EXACT_SCAN); false when an approximate index
+           * may miss a near neighbour.
            */
           vectorExact: boolean;
           /**

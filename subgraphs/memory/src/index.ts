@@ -7,6 +7,7 @@ import { startIndexingWorker, type IndexingOptions } from './indexing/worker.js'
 import { memoryPrincipals } from './principals.js';
 import { createResolvers } from './resolvers.js';
 import { startMemorySweeper } from './sweeper.js';
+import { VectorCache } from './vector-index/cache.js';
 import { DEFAULT_WORKSPACE_LIMITS, type WorkspaceLimits } from './workspace-limits.js';
 
 export interface MemoryOptions {
@@ -20,16 +21,39 @@ export interface MemoryOptions {
   indexing?: Omit<IndexingOptions, 'now'>;
   /** Limits on creating workspaces per tenant (rate and ceiling); unset fields keep DEFAULT_WORKSPACE_LIMITS. */
   workspaceLimits?: Partial<WorkspaceLimits>;
+  /**
+   * The byte budget of the in-process copies of workspaces' embeddings that serve vector and hybrid search where
+   * pgvector is missing (EXACT_IN_MEMORY, src/vector-index/); 0 turns them off (the exact scan stays in SQL).
+   * Default: MEMORY_VECTOR_CACHE_MB from the environment, else 1024 MiB.
+   */
+  vectorCacheBytes?: number;
 }
+
+/** MEMORY_VECTOR_CACHE_MB: a whole number of MiB, 0 to turn the copies off. */
+export function vectorCacheBytesFromEnv(env: NodeJS.ProcessEnv = process.env): number {
+  const raw = env['MEMORY_VECTOR_CACHE_MB'];
+  if (raw === undefined || raw === '') return DEFAULT_VECTOR_CACHE_MB * MIB;
+  if (!/^\d{1,7}$/.test(raw)) {
+    throw new Error(
+      `MEMORY_VECTOR_CACHE_MB must be a whole number of MiB (0 turns the in-process vector copies off), not "${raw}".`,
+    );
+  }
+  return Number(raw) * MIB;
+}
+
+const MIB = 1024 * 1024;
+const DEFAULT_VECTOR_CACHE_MB = 1024;
 
 export function createMemorySubgraph(opts: MemoryOptions = {}): SubgraphModule {
   const now = opts.now ?? (() => new Date());
+  const vectors = new VectorCache({ maxBytes: opts.vectorCacheBytes ?? vectorCacheBytesFromEnv() });
   return {
     name: 'memory',
     schemaFile: schemaFileOf('memory'),
     resolvers: createResolvers({
       now,
       workspaceLimits: { ...DEFAULT_WORKSPACE_LIMITS, ...opts.workspaceLimits },
+      vectors,
     }),
     principals: memoryPrincipals,
     migrations: { namespace: 'memory', dir: new URL('../migrations', import.meta.url).pathname },
@@ -45,6 +69,7 @@ export function createMemorySubgraph(opts: MemoryOptions = {}): SubgraphModule {
       return async () => {
         await worker?.stop();
         await stopSweeper();
+        vectors.close();
       };
     },
   };

@@ -37,6 +37,7 @@ import {
 import type { MemoryRecordModel, WorkspaceModel } from './models.js';
 import { hnswDimensions, scoreKey, searchCapabilities, searchRecords } from './search.js';
 import * as store from './store.js';
+import type { VectorCache } from './vector-index/cache.js';
 import { checkWorkspaceLimits, DEFAULT_WORKSPACE_LIMITS, type WorkspaceLimits } from './workspace-limits.js';
 
 export interface ResolverOptions {
@@ -44,6 +45,8 @@ export interface ResolverOptions {
   now: () => Date;
   /** Limits on creating workspaces per tenant (workspace-limits.ts); default DEFAULT_WORKSPACE_LIMITS. */
   workspaceLimits?: WorkspaceLimits;
+  /** In-process copies of workspaces' embeddings (EXACT_IN_MEMORY search); absent: vector search stays in SQL. */
+  vectors?: VectorCache;
 }
 
 /** The part of a cursor scope that binds it to a filter (empty for no filter, so old cursors stay valid). */
@@ -84,7 +87,7 @@ async function workspaceById(ctx: SubgraphContext, id: unknown): Promise<Workspa
 }
 
 export function createResolvers(opts: ResolverOptions): Resolvers {
-  const { now } = opts;
+  const { now, vectors } = opts;
   const workspaceLimits = opts.workspaceLimits ?? DEFAULT_WORKSPACE_LIMITS;
 
   async function recordById(ctx: SubgraphContext, id: unknown): Promise<MemoryRecordModel | null> {
@@ -134,7 +137,12 @@ export function createResolvers(opts: ResolverOptions): Resolvers {
           `Query.searchMemory:${auth.tenantId}:${workspace.id}:${digest}`,
           args,
           scoreKey,
-          (limit, after) => tenantRead(ctx, (tx) => searchRecords(tx, workspace, query, limit, after, now())),
+          (limit, after) =>
+            tenantRead(ctx, (tx) =>
+              searchRecords(tx, workspace, query, limit, after, now(), {
+                vectors: vectors && { cache: vectors, tenantId: auth.tenantId },
+              }),
+            ),
         );
         return {
           pageInfo: page.pageInfo,
@@ -181,19 +189,19 @@ export function createResolvers(opts: ResolverOptions): Resolvers {
         });
       },
       deleteWorkspace: (_parent, args, ctx) => {
-        requireWriter(ctx.auth);
+        const auth = requireWriter(ctx.auth);
         const { id } = parseArgs(DeleteArgs, args);
         return idempotentMutation(ctx, 'Mutation.deleteWorkspace', args, async (tx) => {
           const done = await store.deleteWorkspace(tx, id, now());
           if (!done) throw notFound('The workspace (id)');
           return { deletedId: id, recordsDeleted: done.recordsDeleted };
-        });
+        }).finally(() => vectors?.drop(auth.tenantId, id.toLowerCase()));
       },
       eraseTenantMemory: (_parent, args, ctx) => {
-        requireAdmin(ctx.auth);
+        const admin = requireAdmin(ctx.auth);
         return idempotentMutation(ctx, 'Mutation.eraseTenantMemory', args, (tx, auth) =>
           store.eraseTenantMemory(tx, auth, now(), TENANT_ERASE_OPERATIONS),
-        );
+        ).finally(() => vectors?.drop(admin.tenantId));
       },
       putMemory: (_parent, args, ctx) => {
         requireWriter(ctx.auth);
@@ -232,7 +240,7 @@ export function createResolvers(opts: ResolverOptions): Resolvers {
           (await loaderFor(ctx, 'memory.hnswDimensions', (keys: readonly number[]) =>
             tenantRead(ctx, (tx) => hnswDimensions(tx, keys)),
           ).load(dims)) === true;
-        return searchCapabilities(hnsw);
+        return searchCapabilities(hnsw, vectors?.enabled ?? false);
       },
       records: (w, args, ctx) => {
         const auth = requireReader(ctx.auth);

@@ -16,7 +16,15 @@
  *   HNSW index (`records_hnsw_<dim>`, ≤ 2000 dims): `ORDER BY embedding_v::vector(N) <=> query`, approximate
  *   (hnsw.ef_search, iterative scan in strict order so filters never starve a page); vectorScore = 1 - distance/2
  *   computed by pgvector in 32-bit floats.
- * - Vector, `EXACT_SCAN`: elsewhere (PostgreSQL without pgvector, e.g. Debian's 15): every record of the workspace
+ * - Vector, `EXACT_IN_MEMORY`: elsewhere (PostgreSQL without pgvector, e.g. Debian's 15), when the memory
+ *   subgraph keeps in-process copies of workspaces' embeddings (src/vector-index/, a byte budget): the copy is
+ *   brought up to date in the search's transaction (migration 007's change feed; usually one statement that reads
+ *   nothing), scanned in process (exact, the same float8 arithmetic as the SQL dot product below, so the scores are
+ *   equal to the bit), and the best hits are read back from memory.records with the expiry and filters applied again
+ *   (a record deleted since is dropped, and the next candidates read). Hybrid takes the full-text matches of the
+ *   tenant from `memory.tenant_text_matches` and scores those the copy holds. A workspace too large for the budget,
+ *   or a server with the cache off, takes `EXACT_SCAN`.
+ * - Vector, `EXACT_SCAN`: elsewhere: every record of the workspace
  *   compared with the query; exact, and linear in the workspace's records. Where migration 006 could install the
  *   `cube` extension (PostgreSQL contrib) and the dimension is ≤ 100, the distance is cube_distance (C) on the
  *   generated `embedding_c`, and cos = (|a|² + |b|² − d²) / (2|a||b|); else the float8 dot product over unnest()
@@ -26,6 +34,8 @@
 import type { KeysetAfter, Keyed, Queryable } from '@agentgraph/runtime';
 import { toRecord, type RecordRow, type SearchHit, type WorkspaceModel } from './models.js';
 import { filterSql, notExpired, RECORD, type RecordFilterValues } from './store.js';
+import type { VectorCache } from './vector-index/cache.js';
+import { norm32, type FlatIndex } from './vector-index/flat-index.js';
 
 export interface SearchParams {
   text: string | null;
@@ -35,11 +45,11 @@ export interface SearchParams {
 }
 
 /** How similarity to an embedding is computed in a workspace (the API's MemoryVectorSearchPath). */
-export type VectorSearchPath = 'HNSW_INDEX' | 'EXACT_SCAN';
+export type VectorSearchPath = 'HNSW_INDEX' | 'EXACT_IN_MEMORY' | 'EXACT_SCAN';
 
 export interface SearchCapabilities {
   vectorSearch: VectorSearchPath;
-  /** Whether vector results are exact (EXACT_SCAN) rather than from an approximate index. */
+  /** Whether vector results are exact (EXACT_IN_MEMORY, EXACT_SCAN) rather than from an approximate index. */
   vectorExact: boolean;
   /** Full-text candidates come from the chunks' GIN index (memory.text_matches). */
   fullText: 'INDEXED';
@@ -52,6 +62,8 @@ export interface SearchOptions {
   efSearch?: number;
   /** On the exact path, false forces the SQL dot product where cube_distance would serve (tests compare both). */
   exactCube?: boolean;
+  /** The in-process copies (EXACT_IN_MEMORY) and the caller's tenant, whose copy is used. */
+  vectors?: { cache: VectorCache; tenantId: string };
 }
 
 /** The largest dimension the cube extension holds (its CUBE_MAX_DIM). */
@@ -76,19 +88,16 @@ export async function hnswDimensions(tx: Queryable, dims: readonly number[]): Pr
   return new Map(r.rows.map((row) => [Number(row.d), row.ok === true]));
 }
 
-/** Which search paths serve a workspace whose dimension has (or lacks) its HNSW index. */
-export function searchCapabilities(hnsw: boolean): SearchCapabilities {
-  return { vectorSearch: hnsw ? 'HNSW_INDEX' : 'EXACT_SCAN', vectorExact: !hnsw, fullText: 'INDEXED' };
-}
-
-/** The query's Euclidean norm over its 32-bit values, as SQL computed it over `real[]` (same order, float8). */
-function norm32(v: number[]): number {
-  let sum = 0;
-  for (const x of v) {
-    const f = Math.fround(x);
-    sum += f * f;
-  }
-  return Math.sqrt(sum);
+/**
+ * Which search paths serve a workspace whose dimension has (or lacks) its HNSW index, on a server whose in-process
+ * copies are on (`inMemory`) or off.
+ */
+export function searchCapabilities(hnsw: boolean, inMemory = false): SearchCapabilities {
+  return {
+    vectorSearch: hnsw ? 'HNSW_INDEX' : inMemory ? 'EXACT_IN_MEMORY' : 'EXACT_SCAN',
+    vectorExact: !hnsw,
+    fullText: 'INDEXED',
+  };
 }
 
 export async function searchRecords(
@@ -114,7 +123,15 @@ export async function searchRecords(
                                  AND a.attname = 'embedding_c' AND NOT a.attisdropped)) AS cube`,
       [dims],
     );
-    path = options.vectorPath ?? (probe.rows[0]?.hnsw === true ? 'HNSW_INDEX' : 'EXACT_SCAN');
+    path = options.vectorPath ?? (probe.rows[0]?.hnsw === true ? 'HNSW_INDEX' : 'EXACT_IN_MEMORY');
+    if (path === 'EXACT_IN_MEMORY') {
+      const hits = options.vectors
+        ? await searchInMemory(tx, options.vectors, workspace, q, q.embedding, limit, after, now)
+        : null;
+      if (hits) return hits;
+      // The cache is off, or this workspace does not fit in it.
+      path = 'EXACT_SCAN';
+    }
     if (path === 'EXACT_SCAN' && dims <= CUBE_MAX_DIM && options.exactCube !== false)
       cube = probe.rows[0]?.cube ?? null;
   }
@@ -204,4 +221,79 @@ export async function searchRecords(
       key: { value: String(score), id: row.id },
     };
   });
+}
+
+/** Candidates read back per hit wanted beyond the page (records deleted since the copy's round are dropped). */
+const SLACK = 8;
+
+/**
+ * EXACT_IN_MEMORY: scores the workspace's copy in process, then reads the best hits from memory.records, where
+ * expiry and the filter apply again. Null when the workspace has no copy (the caller then scans in SQL).
+ */
+async function searchInMemory(
+  tx: Queryable,
+  vectors: { cache: VectorCache; tenantId: string },
+  workspace: WorkspaceModel,
+  q: SearchParams,
+  embedding: number[],
+  limit: number,
+  after: KeysetAfter | null,
+  now: Date,
+): Promise<Keyed<SearchHit>[] | null> {
+  const index: FlatIndex | null = await vectors.cache.acquire(
+    tx,
+    vectors.tenantId,
+    workspace.id,
+    embedding.length,
+  );
+  if (!index) return null;
+  let text: { scores: Map<string, number>; weight: number } | null = null;
+  if (q.text !== null) {
+    // The tenant's matches (the copy keeps those of this workspace with an embedding, as the SQL path does).
+    const matches = await tx.query<{ record_id: string; text_score: number | string }>(
+      `SELECT record_id, text_score FROM memory.tenant_text_matches(websearch_to_tsquery('english'::regconfig, $1))`,
+      [q.text],
+    );
+    text = {
+      scores: new Map(matches.rows.map((m) => [m.record_id, Number(m.text_score)])),
+      weight: q.textWeight,
+    };
+  }
+  const filter = {
+    kind: q.filter.kind,
+    tag: q.filter.tag,
+    authorId: q.filter.authorId,
+    updatedSinceUs: q.filter.updatedSince ? q.filter.updatedSince.getTime() * 1000 : null,
+    nowUs: now.getTime() * 1000,
+  };
+  const position = after ? { value: Number(after.value), id: after.id } : null;
+  const f = filterSql(q.filter, 4);
+  for (let k = limit + SLACK; ; k *= 4) {
+    // Synchronous: no round changes the copy while it is scanned.
+    const scan = index.scan({ embedding, filter, after: position, text, k });
+    if (scan.hits.length === 0) return [];
+    const rows = await tx.query<RecordRow>(
+      `SELECT ${RECORD} FROM memory.records r
+        WHERE r.workspace_id = $1 AND r.id = ANY($2::uuid[]) AND ${notExpired('$3')} AND r.embedding IS NOT NULL${f.sql}`,
+      [workspace.id, scan.hits.map((h) => h.id), now.toISOString(), ...f.params],
+    );
+    const byId = new Map(rows.rows.map((row) => [row.id, row]));
+    const found: Keyed<SearchHit>[] = [];
+    for (const hit of scan.hits) {
+      const row = byId.get(hit.id);
+      if (!row) continue;
+      found.push({
+        node: {
+          record: toRecord(row, workspace),
+          score: hit.score,
+          textScore: hit.textScore,
+          vectorScore: hit.vectorScore,
+        },
+        key: { value: String(hit.score), id: hit.id },
+      });
+      if (found.length === limit) return found;
+    }
+    // Every candidate there was has been read: this is the last page.
+    if (scan.matched <= k) return found;
+  }
 }

@@ -5,7 +5,8 @@
  *   function body's plan in its definer context), and a tenant never sees another tenant's chunks through it;
  * - vector search uses the HNSW index where pgvector exists (PGlite always) and gives the exact scan's top-k on
  *   exact-search settings (ef_search above the number of records), text, vector, hybrid and page 2 alike; where
- *   pgvector does not exist (Debian's PostgreSQL 15) the exact scan serves, and the capability says so.
+ *   pgvector does not exist (Debian's PostgreSQL 15) the exact scan serves (in process, EXACT_IN_MEMORY:
+ *   vector-copy.test.ts; or in SQL), and the capability says so.
  * Data is seeded with SQL in the tenant's transaction (the columns and chunks the indexing job writes), as the
  * bench does, so the planner has enough rows to prefer an index.
  */
@@ -232,17 +233,20 @@ describe('full-text under forced RLS', () => {
 });
 
 describe('vector search paths', () => {
-  it('says which path serves a workspace: HNSW_INDEX where pgvector exists, else EXACT_SCAN', async () => {
+  it('says which path serves a workspace: HNSW_INDEX where pgvector exists, else EXACT_IN_MEMORY', async () => {
+    // The harness's memory service keeps in-process copies (the default budget).
     const caps = searchCapabilities(
       (await tenantTx(a, (tx) => hnswDimensions(tx, [DIM, DIM * 2, 3000]))).get(DIM) === true,
+      true,
     );
+    expect(searchCapabilities(false, false).vectorSearch).toBe('EXACT_SCAN');
     // A dimension above HNSW's 2000 never has an index.
     expect((await tenantTx(a, (tx) => hnswDimensions(tx, [3000]))).get(3000)).toBe(false);
     if (h.driver === 'pglite') expect(hasVector).toBe(true);
     expect(caps).toEqual(
       hasVector
         ? { vectorSearch: 'HNSW_INDEX', vectorExact: false, fullText: 'INDEXED' }
-        : { vectorSearch: 'EXACT_SCAN', vectorExact: true, fullText: 'INDEXED' },
+        : { vectorSearch: 'EXACT_IN_MEMORY', vectorExact: true, fullText: 'INDEXED' },
     );
     // Through the API too.
     const r = await h.gql(

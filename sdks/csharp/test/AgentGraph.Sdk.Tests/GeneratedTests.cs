@@ -152,6 +152,7 @@ public sealed class GeneratedTests
     [InlineData(MemoryJobState.Failed, "FAILED")]
     [InlineData(MemoryJobState.Dead, "DEAD")]
     [InlineData(MemoryVectorSearchPath.HnswIndex, "HNSW_INDEX")]
+    [InlineData(MemoryVectorSearchPath.ExactInMemory, "EXACT_IN_MEMORY")]
     [InlineData(MemoryVectorSearchPath.ExactScan, "EXACT_SCAN")]
     [InlineData(ReleaseState.AwaitingUpload, "AWAITING_UPLOAD")]
     [InlineData(ReleaseState.Quarantined, "QUARANTINED")]

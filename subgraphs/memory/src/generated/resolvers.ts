@@ -273,9 +273,15 @@ export type MemoryRecordFilterInput = {
 /** The search paths Query.searchMemory takes in one workspace (they depend on the server and its extensions). */
 export type MemorySearchCapabilities = {
   __typename?: 'MemorySearchCapabilities';
-  /** How records are ranked by embedding: HNSW_INDEX (pgvector, approximate) or EXACT_SCAN (every record compared). */
+  /**
+   * How records are ranked by embedding: HNSW_INDEX (pgvector, approximate), EXACT_IN_MEMORY (every record compared,
+   * in the memory service's process), or EXACT_SCAN (every record compared, in SQL).
+   */
   vectorSearch: MemoryVectorSearchPath;
-  /** True when vector results are exact (EXACT_SCAN); false when an approximate index may miss a near neighbour. */
+  /**
+   * True when vector results are exact (EXACT_IN_MEMORY, EXACT_SCAN); false when an approximate index may miss a near
+   * neighbour.
+   */
   vectorExact: Scalars['Boolean']['output'];
   /** How full-text candidates are found: INDEXED (the chunks' inverted index, within the caller's tenant). */
   fullText: MemoryFullTextSearchPath;
@@ -289,10 +295,19 @@ export type MemoryVectorSearchPath =
    */
   | 'HNSW_INDEX'
   /**
-   * Every record of the workspace with an embedding is compared with the query (float8): exact, but latency grows
-   * linearly with the workspace's records (at 100,000 records of 64 dimensions on a 2-core machine about 0.3 s where
-   * the server has the cube extension, up to 100 dimensions, else about 1 s). Servers without the pgvector
-   * extension, and dimensions above 2000.
+   * Every record of the workspace with an embedding is compared with the query (float8), in the memory service's
+   * process, from a copy of the workspace's embeddings and filter columns that each search first brings up to date
+   * with the database (so it sees every write committed before it began): exact, with the same scores as EXACT_SCAN,
+   * and fast (at 100,000 records of 64 dimensions on a 2-core machine a few milliseconds once the copy is loaded; the
+   * first search of a workspace loads it, 1–2 s per 100,000 records). Servers without the pgvector extension; a
+   * workspace too large for the service's budget (MEMORY_VECTOR_CACHE_MB) is searched by EXACT_SCAN instead.
+   */
+  | 'EXACT_IN_MEMORY'
+  /**
+   * Every record of the workspace with an embedding is compared with the query (float8) in SQL: exact, but latency
+   * grows linearly with the workspace's records (at 100,000 records of 64 dimensions on a 2-core machine about 0.3 s
+   * where the server has the cube extension, up to 100 dimensions, else about 1 s). Servers without the pgvector
+   * extension whose memory service keeps no in-process copies (MEMORY_VECTOR_CACHE_MB=0), and dimensions above 2000.
    */
   | 'EXACT_SCAN';
 

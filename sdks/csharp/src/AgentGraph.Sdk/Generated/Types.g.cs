@@ -533,17 +533,27 @@ public enum MemoryVectorSearchPath
     /// </summary>
     HnswIndex,
     /// <summary>
-    /// Every record of the workspace with an embedding is compared with the query (float8): exact, but latency grows
-    /// linearly with the workspace's records (at 100,000 records of 64 dimensions on a 2-core machine about 0.3 s where
-    /// the server has the cube extension, up to 100 dimensions, else about 1 s). Servers without the pgvector
-    /// extension, and dimensions above 2000.
+    /// Every record of the workspace with an embedding is compared with the query (float8), in the memory service's
+    /// process, from a copy of the workspace's embeddings and filter columns that each search first brings up to date
+    /// with the database (so it sees every write committed before it began): exact, with the same scores as EXACT_SCAN,
+    /// and fast (at 100,000 records of 64 dimensions on a 2-core machine a few milliseconds once the copy is loaded; the
+    /// first search of a workspace loads it, 1–2 s per 100,000 records). Servers without the pgvector extension; a
+    /// workspace too large for the service's budget (MEMORY_VECTOR_CACHE_MB) is searched by EXACT_SCAN instead.
+    /// Wire name: EXACT_IN_MEMORY.
+    /// </summary>
+    ExactInMemory,
+    /// <summary>
+    /// Every record of the workspace with an embedding is compared with the query (float8) in SQL: exact, but latency
+    /// grows linearly with the workspace's records (at 100,000 records of 64 dimensions on a 2-core machine about 0.3 s
+    /// where the server has the cube extension, up to 100 dimensions, else about 1 s). Servers without the pgvector
+    /// extension whose memory service keeps no in-process copies (MEMORY_VECTOR_CACHE_MB=0), and dimensions above 2000.
     /// Wire name: EXACT_SCAN.
     /// </summary>
     ExactScan,
 }
 
 /// <summary>
-/// Reads and writes MemoryVectorSearchPath as the schema's names (HNSW_INDEX, EXACT_SCAN).
+/// Reads and writes MemoryVectorSearchPath as the schema's names (HNSW_INDEX, EXACT_IN_MEMORY, EXACT_SCAN).
 /// </summary>
 public sealed class MemoryVectorSearchPathJsonConverter : JsonConverter<MemoryVectorSearchPath>
 {
@@ -553,8 +563,9 @@ public sealed class MemoryVectorSearchPathJsonConverter : JsonConverter<MemoryVe
     public override MemoryVectorSearchPath Read(ref Utf8JsonReader reader, Type typeToConvert, JsonSerializerOptions options) => reader.GetString() switch
     {
         "HNSW_INDEX" => MemoryVectorSearchPath.HnswIndex,
+        "EXACT_IN_MEMORY" => MemoryVectorSearchPath.ExactInMemory,
         "EXACT_SCAN" => MemoryVectorSearchPath.ExactScan,
-        var other => throw new JsonException($"Unknown MemoryVectorSearchPath value \"{other}\" (known: HNSW_INDEX, EXACT_SCAN): the server may be newer than this SDK; update AgentGraph.Sdk."),
+        var other => throw new JsonException($"Unknown MemoryVectorSearchPath value \"{other}\" (known: HNSW_INDEX, EXACT_IN_MEMORY, EXACT_SCAN): the server may be newer than this SDK; update AgentGraph.Sdk."),
     };
 
     /// <summary>
@@ -1011,6 +1022,7 @@ public static class AgentGraphEnums
     public static string WireName(this MemoryVectorSearchPath value) => value switch
     {
         MemoryVectorSearchPath.HnswIndex => "HNSW_INDEX",
+        MemoryVectorSearchPath.ExactInMemory => "EXACT_IN_MEMORY",
         MemoryVectorSearchPath.ExactScan => "EXACT_SCAN",
         _ => throw new ArgumentOutOfRangeException(nameof(value), value, "Not a MemoryVectorSearchPath."),
     };
@@ -9031,13 +9043,15 @@ public sealed record WorkspacesDataWorkspacesEdgesNode
 public sealed record WorkspacesDataWorkspacesEdgesNodeSearchCapabilities
 {
     /// <summary>
-    /// How records are ranked by embedding: HNSW_INDEX (pgvector, approximate) or EXACT_SCAN (every record compared).
+    /// How records are ranked by embedding: HNSW_INDEX (pgvector, approximate), EXACT_IN_MEMORY (every record compared,
+    /// in the memory service's process), or EXACT_SCAN (every record compared, in SQL).
     /// </summary>
     [JsonPropertyName("vectorSearch")]
     public required string VectorSearch { get; init; }
 
     /// <summary>
-    /// True when vector results are exact (EXACT_SCAN); false when an approximate index may miss a near neighbour.
+    /// True when vector results are exact (EXACT_IN_MEMORY, EXACT_SCAN); false when an approximate index may miss a near
+    /// neighbour.
     /// </summary>
     [JsonPropertyName("vectorExact")]
     public required bool VectorExact { get; init; }

@@ -1,0 +1,435 @@
+/**
+ * An exact, in-memory copy of one workspace's embedded records for search: the embedding (32-bit floats, as stored),
+ * its norm (float8, as stored), and the columns search filters on (kind, tags, author, updated_at, expires_at).
+ * No content, no metadata. Pure data: it knows nothing of SQL; src/vector-index/sync.ts keeps it current.
+ *
+ * Scores are the exact path's, to the bit: vectorScore = (1 + dot / (norm × queryNorm)) / 2 with the dot product
+ * summed in float64, element by element in order, over the 32-bit values (each product is exact in float64), as the
+ * SQL `sum(a::float8 * b::float8)` over unnest() computes it; so a cursor from one path pages the other.
+ *
+ * Layout: one Float32Array for all vectors (slot i at i × dim), typed arrays for the rest, kinds, authors and tag
+ * sets interned to small integers. Removal moves the last slot into the hole, so the arrays stay dense.
+ */
+
+/** A record as the copy holds it. Times are microseconds since the epoch (PostgreSQL's precision). */
+export interface IndexedRecord {
+  id: string;
+  embedding: Float32Array;
+  norm: number;
+  kind: string;
+  author: string;
+  tags: readonly string[];
+  updatedUs: number;
+  /** Infinity when the record never expires. */
+  expiresUs: number;
+}
+
+/** What a search keeps (the API's MemoryRecordFilter and expiry), checked before any score is computed. */
+export interface ScanFilter {
+  kind?: string | null;
+  tag?: string | null;
+  authorId?: string | null;
+  /** updated_at >= this, in microseconds. */
+  updatedSinceUs?: number | null;
+  /** Only records not expired at this time (expires_at > now), in microseconds. */
+  nowUs: number;
+}
+
+export interface ScanQuery {
+  /** The query embedding, of the index's dimension. */
+  embedding: readonly number[];
+  filter: ScanFilter;
+  /** Keyset position: only hits after (score DESC, id ASC) = (value, id). */
+  after?: { value: number; id: string } | null;
+  /**
+   * Hybrid: score only these records (id → textScore), score = textWeight × textScore + (1 − textWeight) ×
+   * vectorScore. Absent: every record, score = vectorScore.
+   */
+  text?: { scores: ReadonlyMap<string, number>; weight: number } | null;
+  /** How many hits at most, best first. */
+  k: number;
+}
+
+export interface ScanHit {
+  id: string;
+  score: number;
+  vectorScore: number;
+  textScore: number | null;
+}
+
+export interface ScanResult {
+  hits: ScanHit[];
+  /** Records that passed the filter and the position (hits is the best `k` of them). */
+  matched: number;
+}
+
+/** The query's Euclidean norm over its 32-bit values, summed in float64 in order (as SQL computes embedding_norm). */
+export function norm32(v: readonly number[]): number {
+  let sum = 0;
+  for (const x of v) {
+    const f = toReal(x);
+    sum += f * f;
+  }
+  return Math.sqrt(sum);
+}
+
+const f32 = new Float32Array(1);
+const u32 = new Uint32Array(f32.buffer);
+
+/**
+ * The 32-bit float PostgreSQL stores for the number `x` sent as a parameter: `real` parses the decimal text
+ * String(x) and rounds it correctly, while Math.fround rounds the double. They differ only when x lies exactly
+ * halfway between two 32-bit floats (and its shortest decimal text is not exactly x): then the text's side of x
+ * decides. Without this a query element like 0.019673467613756657 scores 1e-9 apart from the SQL path.
+ */
+export function toReal(x: number): number {
+  const f = Math.fround(x);
+  if (f === x || !Number.isFinite(f)) return f;
+  // The 32-bit neighbour of f on x's side.
+  f32[0] = f;
+  u32[0] = u32[0]! + (x > f === f > 0 ? 1 : -1);
+  const g = f32[0]!;
+  if ((f + g) / 2 !== x) return f;
+  const side = compareDecimal(String(x), x);
+  if (side === 0) return f; // exactly halfway in decimal too: both round half to even
+  return side > 0 === g > f ? g : f;
+}
+
+/** Sign of (the exact value of the decimal text `d`) − (the exact value of the double x), for finite x ≠ 0. */
+function compareDecimal(d: string, x: number): number {
+  const m = /^(-?)(\d+)(?:\.(\d+))?(?:e([+-]?\d+))?$/.exec(d);
+  if (!m) return 0;
+  const sign = m[1] ? -1n : 1n;
+  const digits = BigInt((m[2] ?? '') + (m[3] ?? '')) * sign;
+  const exp10 = Number(m[4] ?? 0) - (m[3]?.length ?? 0);
+  // x = mantissa × 2^exp2 exactly.
+  const view = new DataView(new ArrayBuffer(8));
+  view.setFloat64(0, x);
+  const bits = view.getBigUint64(0);
+  const biased = Number((bits >> 52n) & 0x7ffn);
+  let mantissa = bits & ((1n << 52n) - 1n);
+  if (biased !== 0) mantissa |= 1n << 52n;
+  if (bits >> 63n) mantissa = -mantissa;
+  const exp2 = (biased === 0 ? 1 : biased) - 1075;
+  // Compare digits × 10^exp10 with mantissa × 2^exp2 over a common denominator.
+  let left = digits;
+  let right = mantissa;
+  if (exp10 >= 0) left *= 10n ** BigInt(exp10);
+  else right *= 10n ** BigInt(-exp10);
+  if (exp2 >= 0) right *= 2n ** BigInt(exp2);
+  else left *= 2n ** BigInt(-exp2);
+  return left > right ? 1 : left < right ? -1 : 0;
+}
+
+/** Interns strings (kinds, authors, tag sets) as small integers. */
+class Interner {
+  readonly values: string[] = [];
+  private readonly ids = new Map<string, number>();
+  id(value: string): number {
+    let id = this.ids.get(value);
+    if (id === undefined) {
+      id = this.values.length;
+      this.values.push(value);
+      this.ids.set(value, id);
+    }
+    return id;
+  }
+  find(value: string): number | undefined {
+    return this.ids.get(value);
+  }
+  get bytes(): number {
+    let n = 0;
+    for (const v of this.values) n += 2 * v.length + 64;
+    return n;
+  }
+}
+
+/** Bytes a slot costs beyond its vector: norm, times, interned ids, the id string and its map entry. */
+const SLOT_OVERHEAD = 8 + 8 + 8 + 4 * 3 + 56 + 40 + 8;
+const TAG_SEP = '\u0000';
+const MAX_TAG_LISTS = 4096;
+
+export class FlatIndex {
+  readonly dim: number;
+  private size = 0;
+  private capacity = 0;
+  private vectors = new Float32Array(0);
+  private norms = new Float64Array(0);
+  private updated = new Float64Array(0);
+  private expires = new Float64Array(0);
+  private kinds = new Int32Array(0);
+  private authors = new Int32Array(0);
+  private tagSets = new Int32Array(0);
+  private ids: string[] = [];
+  private readonly slots = new Map<string, number>();
+  private readonly kindNames = new Interner();
+  private readonly authorNames = new Interner();
+  /** Tag sets, sorted and joined by NUL; tagSetTags[i] is set i as a Set. */
+  private readonly tagSetNames = new Interner();
+  private readonly tagSetTags: Set<string>[] = [];
+  /** Tag lists as records wrote them (order, repeats) → their set's id; bounded, a shortcut only. */
+  private readonly tagListIds = new Map<string, number>();
+
+  constructor(dim: number, initialCapacity = 64) {
+    if (!Number.isInteger(dim) || dim < 1) throw new RangeError(`FlatIndex: dimension ${dim}`);
+    this.dim = dim;
+    this.grow(Math.max(1, initialCapacity));
+  }
+
+  get count(): number {
+    return this.size;
+  }
+
+  /** Approximate heap bytes held (the cache's budget counts these). */
+  get bytes(): number {
+    return (
+      this.capacity * (this.dim * 4 + SLOT_OVERHEAD) +
+      this.kindNames.bytes +
+      this.authorNames.bytes +
+      2 * this.tagSetNames.bytes
+    );
+  }
+
+  /** Bytes `n` more records would add at most (growth doubles the arrays). */
+  bytesFor(n: number): number {
+    return n * (this.dim * 4 + SLOT_OVERHEAD);
+  }
+
+  has(id: string): boolean {
+    return this.slots.has(id);
+  }
+
+  /** Inserts or replaces a record. Its embedding must have the index's dimension. */
+  upsert(r: IndexedRecord): void {
+    if (r.embedding.length !== this.dim) {
+      throw new RangeError(`FlatIndex: record ${r.id} has ${r.embedding.length} dimensions, not ${this.dim}`);
+    }
+    let slot = this.slots.get(r.id);
+    if (slot === undefined) {
+      if (this.size === this.capacity) this.grow(this.capacity * 2);
+      slot = this.size++;
+      this.slots.set(r.id, slot);
+      this.ids[slot] = r.id;
+    }
+    this.vectors.set(r.embedding, slot * this.dim);
+    this.norms[slot] = r.norm;
+    this.updated[slot] = r.updatedUs;
+    this.expires[slot] = r.expiresUs;
+    this.kinds[slot] = this.kindNames.id(r.kind);
+    this.authors[slot] = this.authorNames.id(r.author);
+    this.tagSets[slot] = this.tagSetId(r.tags);
+  }
+
+  /** Removes a record if present; the last slot moves into its place. */
+  remove(id: string): boolean {
+    const slot = this.slots.get(id);
+    if (slot === undefined) return false;
+    const last = --this.size;
+    this.slots.delete(id);
+    if (slot !== last) {
+      const moved = this.ids[last]!;
+      this.ids[slot] = moved;
+      this.slots.set(moved, slot);
+      this.vectors.copyWithin(slot * this.dim, last * this.dim, (last + 1) * this.dim);
+      this.norms[slot] = this.norms[last]!;
+      this.updated[slot] = this.updated[last]!;
+      this.expires[slot] = this.expires[last]!;
+      this.kinds[slot] = this.kinds[last]!;
+      this.authors[slot] = this.authors[last]!;
+      this.tagSets[slot] = this.tagSets[last]!;
+    }
+    this.ids.length = this.size;
+    return true;
+  }
+
+  /** The best `k` hits after the position, by (score DESC, id ASC), among records that pass the filter. */
+  scan(q: ScanQuery): ScanResult {
+    if (q.embedding.length !== this.dim) {
+      throw new RangeError(`FlatIndex: query has ${q.embedding.length} dimensions, not ${this.dim}`);
+    }
+    const accept = this.compileFilter(q.filter);
+    const top = new TopK(Math.max(0, q.k), this.ids);
+    if (!accept || q.k <= 0) return { hits: [], matched: 0 };
+    const dim = this.dim;
+    const query = new Float64Array(dim);
+    for (let j = 0; j < dim; j++) query[j] = toReal(q.embedding[j]!);
+    const qn = norm32(q.embedding);
+    const after = q.after ?? null;
+    const vectors = this.vectors;
+    const norms = this.norms;
+    let matched = 0;
+    const consider = (slot: number, textScore: number | null, weight: number): void => {
+      if (!accept(slot)) return;
+      let dot = 0;
+      for (let j = 0, o = slot * dim; j < dim; j++, o++) dot += vectors[o]! * query[j]!;
+      const vectorScore = (1 + dot / (norms[slot]! * qn)) / 2;
+      const score = textScore === null ? vectorScore : weight * textScore + (1 - weight) * vectorScore;
+      if (after && !(score < after.value || (score === after.value && this.ids[slot]! > after.id))) return;
+      matched++;
+      top.offer(slot, score, vectorScore, textScore);
+    };
+    if (q.text) {
+      for (const [id, textScore] of q.text.scores) {
+        const slot = this.slots.get(id);
+        if (slot !== undefined) consider(slot, textScore, q.text.weight);
+      }
+    } else {
+      for (let slot = 0; slot < this.size; slot++) consider(slot, null, 0);
+    }
+    return { hits: top.sorted(), matched };
+  }
+
+  /** A per-slot predicate for the filter, or null when nothing can pass (a kind, tag or author never stored). */
+  private compileFilter(f: ScanFilter): ((slot: number) => boolean) | null {
+    const kind = f.kind != null ? this.kindNames.find(f.kind) : -1;
+    const author = f.authorId != null ? this.authorNames.find(f.authorId) : -1;
+    if (kind === undefined || author === undefined) return null;
+    let tagSets: Uint8Array | null = null;
+    if (f.tag != null) {
+      tagSets = new Uint8Array(this.tagSetTags.length);
+      let any = false;
+      this.tagSetTags.forEach((tags, i) => {
+        if (tags.has(f.tag!)) tagSets![i] = 1;
+        any ||= tags.has(f.tag!);
+      });
+      if (!any) return null;
+    }
+    const since = f.updatedSinceUs ?? -Infinity;
+    const now = f.nowUs;
+    const { kinds, authors, updated, expires } = this;
+    const sets = this.tagSets;
+    return (slot) =>
+      expires[slot]! > now &&
+      (kind < 0 || kinds[slot] === kind) &&
+      (author < 0 || authors[slot] === author) &&
+      (tagSets === null || tagSets[sets[slot]!] === 1) &&
+      updated[slot]! >= since;
+  }
+
+  private tagSetId(tags: readonly string[]): number {
+    // Most records repeat a few tag lists in the same order: look the list up as written before normalising it.
+    const raw = tags.join(TAG_SEP);
+    let id = this.tagListIds.get(raw);
+    if (id !== undefined) return id;
+    id = this.tagSetNames.id([...new Set(tags)].sort().join(TAG_SEP));
+    if (id === this.tagSetTags.length) this.tagSetTags.push(new Set(tags));
+    if (this.tagListIds.size < MAX_TAG_LISTS) this.tagListIds.set(raw, id);
+    return id;
+  }
+
+  private grow(capacity: number): void {
+    const copy = <T extends Float32Array | Float64Array | Int32Array>(
+      from: T,
+      make: (n: number) => T,
+      n: number,
+    ): T => {
+      const to = make(n);
+      to.set(from.subarray(0, Math.min(from.length, n)) as never);
+      return to;
+    };
+    this.vectors = copy(this.vectors, (n) => new Float32Array(n), capacity * this.dim);
+    this.norms = copy(this.norms, (n) => new Float64Array(n), capacity);
+    this.updated = copy(this.updated, (n) => new Float64Array(n), capacity);
+    this.expires = copy(this.expires, (n) => new Float64Array(n), capacity);
+    this.kinds = copy(this.kinds, (n) => new Int32Array(n), capacity);
+    this.authors = copy(this.authors, (n) => new Int32Array(n), capacity);
+    this.tagSets = copy(this.tagSets, (n) => new Int32Array(n), capacity);
+    this.capacity = capacity;
+  }
+}
+
+/** The best k (score DESC, id ASC) of what is offered: a bounded heap whose root is the worst kept. */
+class TopK {
+  private readonly slot: Int32Array;
+  private readonly score: Float64Array;
+  private readonly vector: Float64Array;
+  private readonly text: Float64Array;
+  private n = 0;
+
+  constructor(
+    private readonly k: number,
+    private readonly ids: readonly string[],
+  ) {
+    this.slot = new Int32Array(k);
+    this.score = new Float64Array(k);
+    this.vector = new Float64Array(k);
+    this.text = new Float64Array(k);
+  }
+
+  /** True when hit a ranks below hit b (lower score, or equal score and greater id). */
+  private worse(sa: number, ia: string, sb: number, ib: string): boolean {
+    return sa < sb || (sa === sb && ia > ib);
+  }
+
+  private worseAt(a: number, b: number): boolean {
+    return this.worse(this.score[a]!, this.ids[this.slot[a]!]!, this.score[b]!, this.ids[this.slot[b]!]!);
+  }
+
+  offer(slot: number, score: number, vectorScore: number, textScore: number | null): void {
+    if (this.k === 0) return;
+    if (this.n === this.k) {
+      // The root is the worst kept: replace it only by something better.
+      if (!this.worse(this.score[0]!, this.ids[this.slot[0]!]!, score, this.ids[slot]!)) return;
+      this.put(0, slot, score, vectorScore, textScore);
+      this.siftDown(0);
+      return;
+    }
+    const i = this.n++;
+    this.put(i, slot, score, vectorScore, textScore);
+    this.siftUp(i);
+  }
+
+  sorted(): ScanHit[] {
+    const hits: ScanHit[] = [];
+    for (let i = 0; i < this.n; i++) {
+      const t = this.text[i]!;
+      hits.push({
+        id: this.ids[this.slot[i]!]!,
+        score: this.score[i]!,
+        vectorScore: this.vector[i]!,
+        textScore: Number.isNaN(t) ? null : t,
+      });
+    }
+    return hits.sort((a, b) =>
+      a.score !== b.score ? b.score - a.score : a.id < b.id ? -1 : a.id > b.id ? 1 : 0,
+    );
+  }
+
+  private put(i: number, slot: number, score: number, vectorScore: number, textScore: number | null): void {
+    this.slot[i] = slot;
+    this.score[i] = score;
+    this.vector[i] = vectorScore;
+    this.text[i] = textScore ?? NaN;
+  }
+
+  private swap(a: number, b: number): void {
+    for (const arr of [this.slot, this.score, this.vector, this.text]) {
+      const t = arr[a]!;
+      arr[a] = arr[b]!;
+      arr[b] = t;
+    }
+  }
+
+  // Min-heap on "rank": the parent is worse than its children.
+  private siftUp(i: number): void {
+    while (i > 0) {
+      const p = (i - 1) >> 1;
+      if (!this.worseAt(i, p)) return;
+      this.swap(i, p);
+      i = p;
+    }
+  }
+
+  private siftDown(i: number): void {
+    for (;;) {
+      const l = 2 * i + 1;
+      const r = l + 1;
+      let w = i;
+      if (l < this.n && this.worseAt(l, w)) w = l;
+      if (r < this.n && this.worseAt(r, w)) w = r;
+      if (w === i) return;
+      this.swap(i, w);
+      i = w;
+    }
+  }
+}

@@ -1,0 +1,169 @@
+/**
+ * FlatIndex, the in-process copy's data structure, against a brute-force reference written the obvious way (a list
+ * of records, filter, score, sort): the same hits in the same order with the same scores (to the bit), under
+ * filters, keyset positions, hybrid text scores, and after a seeded random mix of inserts, replacements and
+ * removals (removal moves the last slot into the hole).
+ */
+import { describe, expect, it } from 'vitest';
+import { mulberry32 } from '../../../test/fault-proxy/src/prng.js';
+import {
+  FlatIndex,
+  toReal,
+  norm32,
+  type IndexedRecord,
+  type ScanFilter,
+  type ScanQuery,
+} from '../src/vector-index/flat-index.js';
+
+const DIM = 6;
+const KINDS = ['note', 'incident', 'fact'];
+const AUTHORS = ['u1', 'u2', 'device:d1'];
+const TAGS = ['red', 'green', 'blue'];
+
+function makeRecord(random: () => number, id: string): IndexedRecord {
+  const embedding = Float32Array.from({ length: DIM }, () => random() * 2 - 1);
+  return {
+    id,
+    embedding,
+    norm: norm32([...embedding]),
+    kind: KINDS[Math.floor(random() * KINDS.length)]!,
+    author: AUTHORS[Math.floor(random() * AUTHORS.length)]!,
+    tags: TAGS.filter(() => random() < 0.4),
+    updatedUs: 1_000_000 + Math.floor(random() * 1000),
+    expiresUs: random() < 0.2 ? 1_000_000 + Math.floor(random() * 1000) : Infinity,
+  };
+}
+
+/** The reference: SQL's formula, in SQL's order of operations, over a plain list. */
+function reference(records: Map<string, IndexedRecord>, q: ScanQuery) {
+  const f = q.filter;
+  const qn = norm32([...q.embedding]);
+  const hits = [];
+  for (const r of records.values()) {
+    if (!(r.expiresUs > f.nowUs)) continue;
+    if (f.kind != null && r.kind !== f.kind) continue;
+    if (f.tag != null && !r.tags.includes(f.tag)) continue;
+    if (f.authorId != null && r.author !== f.authorId) continue;
+    if (f.updatedSinceUs != null && r.updatedUs < f.updatedSinceUs) continue;
+    let textScore: number | null = null;
+    if (q.text) {
+      const t = q.text.scores.get(r.id);
+      if (t === undefined) continue;
+      textScore = t;
+    }
+    let dot = 0;
+    for (let j = 0; j < DIM; j++) dot += r.embedding[j]! * toReal(q.embedding[j]!);
+    const vectorScore = (1 + dot / (r.norm * qn)) / 2;
+    const score =
+      textScore === null ? vectorScore : q.text!.weight * textScore + (1 - q.text!.weight) * vectorScore;
+    if (q.after && !(score < q.after.value || (score === q.after.value && r.id > q.after.id))) continue;
+    hits.push({ id: r.id, score, vectorScore, textScore });
+  }
+  hits.sort((a, b) => b.score - a.score || (a.id < b.id ? -1 : 1));
+  return { hits: hits.slice(0, q.k), matched: hits.length };
+}
+
+describe('FlatIndex', () => {
+  it('gives the reference hits, scores and counts under filters, positions and text, through random churn', () => {
+    const random = mulberry32(18);
+    const index = new FlatIndex(DIM, 4);
+    const records = new Map<string, IndexedRecord>();
+    let next = 0;
+    for (let step = 0; step < 40; step++) {
+      // Churn: inserts, replacements of existing ids, removals (also of ids never stored).
+      for (let i = 0; i < 60; i++) {
+        const roll = random();
+        const existing = [...records.keys()];
+        if (roll < 0.55 || existing.length === 0) {
+          const r = makeRecord(random, `id-${(next++).toString().padStart(5, '0')}`);
+          records.set(r.id, r);
+          index.upsert(r);
+        } else if (roll < 0.75) {
+          const r = makeRecord(random, existing[Math.floor(random() * existing.length)]!);
+          records.set(r.id, r);
+          index.upsert(r);
+        } else {
+          const id = roll < 0.95 ? existing[Math.floor(random() * existing.length)]! : `absent-${i}`;
+          expect(index.remove(id)).toBe(records.delete(id));
+        }
+      }
+      expect(index.count).toBe(records.size);
+      const filters: ScanFilter[] = [
+        { nowUs: 1_000_500 },
+        { nowUs: 1_000_500, kind: KINDS[step % 3] },
+        { nowUs: 1_000_500, tag: TAGS[step % 3], authorId: AUTHORS[(step + 1) % 3] },
+        { nowUs: 1_000_000, updatedSinceUs: 1_000_400 },
+        { nowUs: 0, kind: 'never-stored' },
+      ];
+      for (const filter of filters) {
+        const embedding = Array.from({ length: DIM }, () => random() * 2 - 1);
+        const text =
+          step % 2 === 0
+            ? null
+            : {
+                scores: new Map([...records.keys()].filter(() => random() < 0.3).map((id) => [id, random()])),
+                weight: 0.3,
+              };
+        const first: ScanQuery = { embedding, filter, text, k: 7 };
+        const want = reference(records, first);
+        const got = index.scan(first);
+        expect(got).toEqual(want);
+        // Page 2 from page 1's last hit.
+        const last = got.hits.at(-1);
+        if (last) {
+          const second: ScanQuery = { ...first, after: { value: last.score, id: last.id } };
+          expect(index.scan(second)).toEqual(reference(records, second));
+        }
+      }
+    }
+  });
+
+  it('breaks score ties by id, ascending, and pages through them without gaps or repeats', () => {
+    const index = new FlatIndex(2);
+    const ids = ['c', 'a', 'e', 'b', 'd'];
+    for (const id of ids) {
+      index.upsert({
+        id,
+        embedding: Float32Array.from([1, 0]),
+        norm: 1,
+        kind: 'k',
+        author: 'a',
+        tags: [],
+        updatedUs: 0,
+        expiresUs: Infinity,
+      });
+    }
+    const seen: string[] = [];
+    let after: { value: number; id: string } | null = null;
+    for (;;) {
+      const page = index.scan({ embedding: [1, 0], filter: { nowUs: 0 }, after, k: 2 });
+      if (page.hits.length === 0) break;
+      seen.push(...page.hits.map((h) => h.id));
+      after = { value: page.hits.at(-1)!.score, id: page.hits.at(-1)!.id };
+    }
+    expect(seen).toEqual(['a', 'b', 'c', 'd', 'e']);
+  });
+
+  it('refuses embeddings of another dimension and grows past its first capacity', () => {
+    const index = new FlatIndex(3, 1);
+    const r = (id: string, v: number[]): IndexedRecord => ({
+      id,
+      embedding: Float32Array.from(v),
+      norm: norm32(v),
+      kind: 'k',
+      author: 'a',
+      tags: ['t', 't'],
+      updatedUs: 0,
+      expiresUs: Infinity,
+    });
+    expect(() => index.upsert(r('x', [1, 2]))).toThrow(RangeError);
+    expect(() => index.scan({ embedding: [1], filter: { nowUs: 0 }, k: 1 })).toThrow(RangeError);
+    const before = index.bytes;
+    for (let i = 0; i < 100; i++) index.upsert(r(`r${i}`, [i + 1, 1, 0]));
+    expect(index.count).toBe(100);
+    expect(index.bytes).toBeGreaterThan(before);
+    expect(index.scan({ embedding: [1, 0, 0], filter: { nowUs: 0, tag: 't' }, k: 1 }).hits[0]!.id).toBe(
+      'r99',
+    );
+  });
+});
