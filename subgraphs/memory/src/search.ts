@@ -209,18 +209,29 @@ export async function searchRecords(
   const r = await tx.query<
     RecordRow & { text_score: number | null; vector_score: number | null; score: number }
   >(sql, params);
-  return r.rows.map((row) => {
-    const score = Number(row.score);
-    return {
-      node: {
-        record: toRecord(row, workspace),
-        score,
-        textScore: row.text_score == null ? null : Number(row.text_score),
-        vectorScore: row.vector_score == null ? null : Number(row.vector_score),
-      },
-      key: { value: String(score), id: row.id },
-    };
-  });
+  return r.rows.map((row) =>
+    searchHit(
+      row,
+      workspace,
+      Number(row.score),
+      row.text_score == null ? null : Number(row.text_score),
+      row.vector_score == null ? null : Number(row.vector_score),
+    ),
+  );
+}
+
+/** A page entry: the record, its scores, and its keyset key (score, id). */
+function searchHit(
+  row: RecordRow,
+  workspace: WorkspaceModel,
+  score: number,
+  textScore: number | null,
+  vectorScore: number | null,
+): Keyed<SearchHit> {
+  return {
+    node: { record: toRecord(row, workspace), score, textScore, vectorScore },
+    key: { value: String(score), id: row.id },
+  };
 }
 
 /** Candidates read back per hit wanted beyond the page (records deleted since the copy's round are dropped). */
@@ -282,15 +293,7 @@ async function searchInMemory(
     for (const hit of scan.hits) {
       const row = byId.get(hit.id);
       if (!row) continue;
-      found.push({
-        node: {
-          record: toRecord(row, workspace),
-          score: hit.score,
-          textScore: hit.textScore,
-          vectorScore: hit.vectorScore,
-        },
-        key: { value: String(hit.score), id: hit.id },
-      });
+      found.push(searchHit(row, workspace, hit.score, hit.textScore, hit.vectorScore));
       if (found.length === limit) return found;
     }
     // Every candidate there was has been read: this is the last page.

@@ -19,6 +19,7 @@ import { createLocalJWKSet, exportJWK, generateKeyPair, SignJWT } from 'jose';
 import { provisionTestDatabase } from '../../../test/src/database.js';
 import type { GraphQLResponse, Principal } from '../../../test/src/subgraph-harness.js';
 import { createMemorySubgraph, type MemoryOptions } from '../src/index.js';
+import type { SearchParams } from '../src/search.js';
 
 export interface FakeClock {
   now(): Date;
@@ -105,3 +106,12 @@ export async function startMemoryHarness(
 }
 
 export const key = () => randomUUID();
+
+/** A search's parameters: no text, no embedding, weight 0.5, no filter, with `over` on top. */
+export const searchParams = (over: Partial<SearchParams>): SearchParams => ({
+  text: null,
+  embedding: null,
+  textWeight: 0.5,
+  filter: { kind: null, tag: null, authorId: null, updatedSince: null },
+  ...over,
+});

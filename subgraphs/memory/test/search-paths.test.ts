@@ -16,7 +16,7 @@ import { newPrincipal, type Principal } from '../../../test/src/subgraph-harness
 import type { WorkspaceModel } from '../src/models.js';
 import { hnswDimensions, searchCapabilities, searchRecords, type SearchParams } from '../src/search.js';
 import { findWorkspace } from '../src/store.js';
-import { key, startMemoryHarness, type MemoryHarness } from './harness.js';
+import { key, searchParams as params, startMemoryHarness, type MemoryHarness } from './harness.js';
 
 let h: MemoryHarness;
 const a = newPrincipal();
@@ -90,14 +90,6 @@ async function explain(tx: Queryable, sql: string, params: unknown[]): Promise<s
   const r = await tx.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${sql}`, params);
   return r.rows.map((row) => row['QUERY PLAN']).join('\n');
 }
-
-const params = (over: Partial<SearchParams>): SearchParams => ({
-  text: null,
-  embedding: null,
-  textWeight: 0.5,
-  filter: { kind: null, tag: null, authorId: null, updatedSince: null },
-  ...over,
-});
 
 let hasVector = false;
 

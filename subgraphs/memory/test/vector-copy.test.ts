@@ -23,7 +23,7 @@ import { findWorkspace } from '../src/store.js';
 import { sweepExpiredMemory } from '../src/sweeper.js';
 import { VectorCache } from '../src/vector-index/cache.js';
 import { toReal } from '../src/vector-index/flat-index.js';
-import { key, startMemoryHarness, type MemoryHarness } from './harness.js';
+import { key, searchParams as params, startMemoryHarness, type MemoryHarness } from './harness.js';
 
 let h: MemoryHarness;
 const a = newPrincipal();
@@ -39,14 +39,6 @@ const sentence = (n: number) =>
 
 const tenantTx = <T>(p: Principal, fn: (tx: Queryable) => Promise<T>) =>
   h.db.transaction(fn, { 'app.tenant_id': p.tenantId, 'app.principal_id': p.userId });
-
-const params = (over: Partial<SearchParams>): SearchParams => ({
-  text: null,
-  embedding: null,
-  textWeight: 0.5,
-  filter: { kind: null, tag: null, authorId: null, updatedSince: null },
-  ...over,
-});
 
 async function createWorkspace(p: Principal): Promise<string> {
   const r = await h.gql(

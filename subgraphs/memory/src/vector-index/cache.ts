@@ -67,7 +67,7 @@ export class VectorCache {
   private readonly tooLarge = new Map<string, number>();
   private timer: ReturnType<typeof setInterval> | null = null;
   private readonly counters = { loads: 0, rounds: 0, evictions: 0, tooLarge: 0 };
-  /** The last round's result per key (tests and logs). */
+  /** The result of the last round that completed, of any copy (tests). */
   lastRound: SyncResult | null = null;
 
   constructor(opts: VectorCacheOptions) {

@@ -248,8 +248,8 @@ export class FlatIndex {
       throw new RangeError(`FlatIndex: query has ${q.embedding.length} dimensions, not ${this.dim}`);
     }
     const accept = this.compileFilter(q.filter);
-    const top = new TopK(Math.max(0, q.k), this.ids);
     if (!accept || q.k <= 0) return { hits: [], matched: 0 };
+    const top = new TopK(q.k, this.ids);
     const dim = this.dim;
     const query = new Float64Array(dim);
     for (let j = 0; j < dim; j++) query[j] = toReal(q.embedding[j]!);
@@ -286,13 +286,9 @@ export class FlatIndex {
     if (kind === undefined || author === undefined) return null;
     let tagSets: Uint8Array | null = null;
     if (f.tag != null) {
-      tagSets = new Uint8Array(this.tagSetTags.length);
-      let any = false;
-      this.tagSetTags.forEach((tags, i) => {
-        if (tags.has(f.tag!)) tagSets![i] = 1;
-        any ||= tags.has(f.tag!);
-      });
-      if (!any) return null;
+      const tag = f.tag;
+      tagSets = Uint8Array.from(this.tagSetTags, (tags) => (tags.has(tag) ? 1 : 0));
+      if (!tagSets.includes(1)) return null;
     }
     const since = f.updatedSinceUs ?? -Infinity;
     const now = f.nowUs;

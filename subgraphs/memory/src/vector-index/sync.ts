@@ -147,12 +147,11 @@ export async function syncIndex(
   const total = apply(index, head.rows);
   check();
   let statements = 1;
-  const last = (rows: FeedRow[], op: number) => rows.filter((r) => r.op === op).at(-1);
   // Further pages of each kind, each applied as it arrives (statement order = time order).
   for (const op of [1, 2]) {
     let rows = head.rows.filter((r) => r.op === op);
     while (rows.length === page) {
-      const key = last(rows, op)!;
+      const key = rows.at(-1)!;
       // Tombstone pages take $1–$3 (no dimension), record pages $1–$4; the keyset follows.
       const next =
         op === 1
