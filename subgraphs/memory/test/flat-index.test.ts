@@ -118,6 +118,32 @@ describe('FlatIndex', () => {
     }
   });
 
+  it('scores past the block of gathered slots and every remainder of eight alike, with and without text', () => {
+    // The scan gathers accepted slots in blocks of 1,024 and scores eight at a time: sizes around those edges, every
+    // hit kept (k = all), so each score is compared with the reference's.
+    const random = mulberry32(1024);
+    for (const size of [1, 3, 7, 8, 9, 1023, 1024, 1025, 2051]) {
+      const index = new FlatIndex(DIM);
+      const records = new Map<string, IndexedRecord>();
+      for (let i = 0; i < size; i++) {
+        const r = { ...makeRecord(random, `id-${i.toString().padStart(5, '0')}`), expiresUs: Infinity };
+        records.set(r.id, r);
+        index.upsert(r);
+      }
+      const embedding = Array.from({ length: DIM }, () => random() * 2 - 1);
+      const scores = new Map([...records.keys()].filter(() => random() < 0.7).map((id) => [id, random()]));
+      for (const q of [
+        { embedding, filter: { nowUs: 0 }, k: size },
+        { embedding, filter: { nowUs: 0, kind: KINDS[0] }, k: size },
+        { embedding, filter: { nowUs: 0 }, text: { scores, weight: 0.4 }, k: size },
+      ] satisfies ScanQuery[]) {
+        const got = index.scan(q);
+        expect(got).toEqual(reference(records, q));
+        if (!q.text && !('kind' in q.filter)) expect(got.hits).toHaveLength(size);
+      }
+    }
+  });
+
   it('breaks score ties by id, ascending, and pages through them without gaps or repeats', () => {
     const index = new FlatIndex(2);
     const ids = ['c', 'a', 'e', 'b', 'd'];
