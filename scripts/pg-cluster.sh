@@ -10,6 +10,8 @@
 # initdb refuses to run as root; as root the cluster runs as the `postgres` user (created by Debian's package),
 # or as a system user `agentgraph-pg` created on first use. Binaries: $PG_BIN, else /usr/lib/postgresql/15/bin,
 # else `pg_config --bindir`. Messages go to stderr; only the export line goes to stdout.
+# PG_SHARED_BUFFERS (e.g. 4GB) sets shared_buffers; unset, PostgreSQL's default (128MB) stays. Benchmarks at sizes
+# whose tables outgrow 128MB set it as a production server would be tuned (about a quarter of the machine's memory).
 set -euo pipefail
 
 PG_SUPERUSER=postgres
@@ -98,6 +100,10 @@ synchronous_commit = off
 full_page_writes = off
 log_min_messages = warning
 EOF
+  if [[ -n "${PG_SHARED_BUFFERS:-}" ]]; then
+    [[ "$PG_SHARED_BUFFERS" =~ ^[0-9]+(kB|MB|GB)$ ]] || die "PG_SHARED_BUFFERS must look like 4GB or 512MB"
+    echo "shared_buffers = $PG_SHARED_BUFFERS" >>"$dir/data/postgresql.conf"
+  fi
   for attempt in 1 2 3 4 5 6 7 8; do
     port=$((20000 + RANDOM % 40000))
     port_in_use "$port" && continue
