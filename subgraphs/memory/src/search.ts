@@ -260,13 +260,19 @@ async function searchInMemory(
   if (!index) return null;
   let text: { scores: Map<string, number>; weight: number } | null = null;
   if (q.text !== null) {
-    // The tenant's matches (the copy keeps those of this workspace with an embedding, as the SQL path does).
-    const matches = await tx.query<{ record_id: string; text_score: number | string }>(
-      `SELECT record_id, text_score FROM memory.tenant_text_matches(websearch_to_tsquery('english'::regconfig, $1))`,
+    // The tenant's matches (the copy keeps those of this workspace with an embedding, as the SQL path does), as two
+    // comma-joined texts in one row: tens of thousands of matches split several times faster than they parse as
+    // rows (or as arrays, which the driver parses a character at a time). float8's text is the shortest that reads
+    // back as the same double, as in a row.
+    const matches = await tx.query<{ ids: string | null; scores: string | null }>(
+      `SELECT string_agg(record_id::text, ',') AS ids, string_agg(text_score::text, ',') AS scores
+         FROM memory.tenant_text_matches(websearch_to_tsquery('english'::regconfig, $1))`,
       [q.text],
     );
+    const ids = matches.rows[0]?.ids?.split(',') ?? [];
+    const scores = matches.rows[0]?.scores?.split(',') ?? [];
     text = {
-      scores: new Map(matches.rows.map((m) => [m.record_id, Number(m.text_score)])),
+      scores: new Map(ids.map((id, i) => [id, Number(scores[i])])),
       weight: q.textWeight,
     };
   }

@@ -186,6 +186,10 @@ describe('EXACT_IN_MEMORY', () => {
       const sqlAfterMem = await search(a, ws, q, 'EXACT_SCAN', cache, { after: mem.at(-1)!.key });
       expect(ids(memAfterSql)).toEqual(ids(sqlAfterMem));
     }
+    // Hybrid with a text nobody wrote: no candidates on either path.
+    const none = params({ text: 'zzqxnomatchword', embedding: vector() });
+    expect(await search(a, ws, none, 'EXACT_IN_MEMORY', cache)).toEqual([]);
+    expect(await search(a, ws, none, 'EXACT_SCAN', cache)).toEqual([]);
     expect(cache.stats()).toMatchObject({ workspaces: 1, records: 600, loads: 1 });
     cache.close();
   });

@@ -249,54 +249,67 @@ export class FlatIndex {
     if (q.embedding.length !== this.dim) {
       throw new RangeError(`FlatIndex: query has ${q.embedding.length} dimensions, not ${this.dim}`);
     }
-    const accept = this.compileFilter(q.filter);
-    if (!accept || q.k <= 0) return { hits: [], matched: 0 };
-    const top = new TopK(q.k, this.ids);
+    const filter = this.compileFilter(q.filter);
+    if (!filter || q.k <= 0) return { hits: [], matched: 0 };
     const query = new Float64Array(this.dim);
     for (let j = 0; j < this.dim; j++) query[j] = toReal(q.embedding[j]!);
-    const qn = norm32(q.embedding);
-    const after = q.after ?? null;
-    const weight = q.text?.weight ?? 0;
+    const block = new Block(
+      query,
+      norm32(q.embedding),
+      q.after ?? null,
+      q.text?.weight ?? null,
+      new TopK(q.k, this.ids),
+    );
     // Accepted slots are gathered into a block, then scored eight at a time (see dots8).
-    const slots = new Int32Array(BLOCK);
-    const texts = new Float64Array(BLOCK);
-    const dots = new Float64Array(8);
-    let n = 0;
-    let matched = 0;
-    const flush = (): void => {
-      for (let i = 0; i < n; i += 8) {
-        const m = Math.min(8, n - i);
-        this.dots8(query, slots, i, m, dots);
-        for (let u = 0; u < m; u++) {
-          const slot = slots[i + u]!;
-          const vectorScore = (1 + dots[u]! / (this.norms[slot]! * qn)) / 2;
-          const textScore = q.text ? texts[i + u]! : null;
-          const score = textScore === null ? vectorScore : weight * textScore + (1 - weight) * vectorScore;
-          if (after && !(score < after.value || (score === after.value && this.ids[slot]! > after.id)))
-            continue;
-          matched++;
-          top.offer(slot, score, vectorScore, textScore);
-        }
-      }
-      n = 0;
-    };
     if (q.text) {
       for (const [id, textScore] of q.text.scores) {
         const slot = this.slots.get(id);
-        if (slot === undefined || !accept(slot)) continue;
-        slots[n] = slot;
-        texts[n++] = textScore;
-        if (n === BLOCK) flush();
+        if (slot === undefined || !this.accepts(filter, slot)) continue;
+        block.texts[block.n] = textScore;
+        block.slots[block.n++] = slot;
+        if (block.n === BLOCK) this.score(block);
       }
     } else {
       for (let slot = 0; slot < this.size; slot++) {
-        if (!accept(slot)) continue;
-        slots[n++] = slot;
-        if (n === BLOCK) flush();
+        if (!this.accepts(filter, slot)) continue;
+        block.slots[block.n++] = slot;
+        if (block.n === BLOCK) this.score(block);
       }
     }
-    flush();
-    return { hits: top.sorted(), matched };
+    this.score(block);
+    return { hits: block.top.sorted(), matched: block.matched };
+  }
+
+  private accepts(f: CompiledFilter, slot: number): boolean {
+    return (
+      this.expires[slot]! > f.nowUs &&
+      (f.kind < 0 || this.kinds[slot] === f.kind) &&
+      (f.author < 0 || this.authors[slot] === f.author) &&
+      (f.tagSets === null || f.tagSets[this.tagSets[slot]!] === 1) &&
+      this.updated[slot]! >= f.sinceUs
+    );
+  }
+
+  /** Scores the block's slots, offers those after the position to its top k, and empties it. */
+  private score(b: Block): void {
+    const { slots, texts, dots, after, top, qn } = b;
+    const weight = b.weight ?? 0;
+    const hybrid = b.weight !== null;
+    for (let i = 0; i < b.n; i += 8) {
+      const m = Math.min(8, b.n - i);
+      this.dots8(b.query, slots, i, m, dots);
+      for (let u = 0; u < m; u++) {
+        const slot = slots[i + u]!;
+        const vectorScore = (1 + dots[u]! / (this.norms[slot]! * qn)) / 2;
+        const textScore = hybrid ? texts[i + u]! : null;
+        const score = textScore === null ? vectorScore : weight * textScore + (1 - weight) * vectorScore;
+        if (after && !(score < after.value || (score === after.value && this.ids[slot]! > after.id)))
+          continue;
+        b.matched++;
+        top.offer(slot, score, vectorScore, textScore);
+      }
+    }
+    b.n = 0;
   }
 
   /**
@@ -354,8 +367,9 @@ export class FlatIndex {
     }
   }
 
-  /** A per-slot predicate for the filter, or null when nothing can pass (a kind, tag or author never stored). */
-  private compileFilter(f: ScanFilter): ((slot: number) => boolean) | null {
+  /** The filter in the copy's terms (interned ids, a tag-set table), or null when nothing can pass (a kind, tag or
+   * author never stored). */
+  private compileFilter(f: ScanFilter): CompiledFilter | null {
     const kind = f.kind != null ? this.kindNames.find(f.kind) : -1;
     const author = f.authorId != null ? this.authorNames.find(f.authorId) : -1;
     if (kind === undefined || author === undefined) return null;
@@ -365,16 +379,7 @@ export class FlatIndex {
       tagSets = Uint8Array.from(this.tagSetTags, (tags) => (tags.has(tag) ? 1 : 0));
       if (!tagSets.includes(1)) return null;
     }
-    const since = f.updatedSinceUs ?? -Infinity;
-    const now = f.nowUs;
-    const { kinds, authors, updated, expires } = this;
-    const sets = this.tagSets;
-    return (slot) =>
-      expires[slot]! > now &&
-      (kind < 0 || kinds[slot] === kind) &&
-      (author < 0 || authors[slot] === author) &&
-      (tagSets === null || tagSets[sets[slot]!] === 1) &&
-      updated[slot]! >= since;
+    return { kind, author, tagSets, sinceUs: f.updatedSinceUs ?? -Infinity, nowUs: f.nowUs };
   }
 
   private tagSetId(tags: readonly string[]): number {
@@ -407,6 +412,33 @@ export class FlatIndex {
     this.tagSets = copy(this.tagSets, (n) => new Int32Array(n), capacity);
     this.capacity = capacity;
   }
+}
+
+interface CompiledFilter {
+  /** Interned kind and author, −1 for any. */
+  kind: number;
+  author: number;
+  /** 1 for the tag sets that hold the tag; null for any. */
+  tagSets: Uint8Array | null;
+  sinceUs: number;
+  nowUs: number;
+}
+
+/** Accepted slots waiting to be scored, and what scoring them needs. */
+class Block {
+  readonly slots = new Int32Array(BLOCK);
+  readonly texts = new Float64Array(BLOCK);
+  readonly dots = new Float64Array(8);
+  n = 0;
+  matched = 0;
+  constructor(
+    readonly query: Float64Array,
+    readonly qn: number,
+    readonly after: { value: number; id: string } | null,
+    /** The text weight of a hybrid scan, else null. */
+    readonly weight: number | null,
+    readonly top: TopK,
+  ) {}
 }
 
 /** The best k (score DESC, id ASC) of what is offered: a bounded heap whose root is the worst kept. */
