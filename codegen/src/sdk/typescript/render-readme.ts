@@ -83,6 +83,10 @@ ESM only (\`import\`), Node 22.12+ (24 LTS recommended) and browsers. The packag
 type declarations and source maps (\`dist/\`). In Node the runtime's entry adds the SQLite stores, loading
 better-sqlite3 (an optional dependency) when a store opens a file; a bundler targeting the browser (Vite, esbuild,
 webpack: the \`browser\` export condition) gets the entry without them, with no \`node:\` import.
+better-sqlite3 13 ships prebuilt binaries for Linux (glibc and musl), macOS and Windows on x64 and arm64, which load
+without its install script; elsewhere that script compiles it, and npm 11.19 and later run a dependency's install
+script only once it is approved (\`npm install-scripts approve better-sqlite3\`, recorded in your package.json's
+\`allowScripts\`).
 
 ## Calls
 
