@@ -35,7 +35,7 @@ import type { KeysetAfter, Keyed, Queryable } from '@agentgraph/runtime';
 import { toRecord, type RecordRow, type SearchHit, type WorkspaceModel } from './models.js';
 import { filterSql, notExpired, RECORD, type RecordFilterValues } from './store.js';
 import type { VectorCache } from './vector-index/cache.js';
-import { norm32, type FlatIndex } from './vector-index/flat-index.js';
+import { norm32, type FlatIndex, type TextMatches } from './vector-index/flat-index.js';
 
 export interface SearchParams {
   text: string | null;
@@ -258,23 +258,18 @@ async function searchInMemory(
     embedding.length,
   );
   if (!index) return null;
-  let text: { scores: Map<string, number>; weight: number } | null = null;
+  let text: TextMatches | null = null;
   if (q.text !== null) {
-    // The tenant's matches (the copy keeps those of this workspace with an embedding, as the SQL path does), as two
-    // comma-joined texts in one row: tens of thousands of matches split several times faster than they parse as
-    // rows (or as arrays, which the driver parses a character at a time). float8's text is the shortest that reads
-    // back as the same double, as in a row.
-    const matches = await tx.query<{ ids: string | null; scores: string | null }>(
-      `SELECT string_agg(record_id::text, ',') AS ids, string_agg(text_score::text, ',') AS scores
+    // The tenant's matches (the copy keeps those of this workspace with an embedding, as the SQL path does) in one
+    // bytea, 24 bytes each: uuid_send(id) then float8send(score), the copy's binary keys and the exact doubles.
+    // Tens of thousands of matches come as one value, no row, text or array parsing, and are looked up without a
+    // string per match.
+    const matches = await tx.query<{ matches: Uint8Array | null }>(
+      `SELECT string_agg(uuid_send(record_id) || float8send(text_score), ''::bytea) AS matches
          FROM memory.tenant_text_matches(websearch_to_tsquery('english'::regconfig, $1))`,
       [q.text],
     );
-    const ids = matches.rows[0]?.ids?.split(',') ?? [];
-    const scores = matches.rows[0]?.scores?.split(',') ?? [];
-    text = {
-      scores: new Map(ids.map((id, i) => [id, Number(scores[i])])),
-      weight: q.textWeight,
-    };
+    text = { matches: matches.rows[0]?.matches ?? new Uint8Array(0), weight: q.textWeight };
   }
   const filter = {
     kind: q.filter.kind,

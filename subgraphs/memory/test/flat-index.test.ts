@@ -7,6 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import { mulberry32 } from '../../../test/fault-proxy/src/prng.js';
 import {
+  encodeTextMatches,
   FlatIndex,
   toReal,
   norm32,
@@ -19,6 +20,17 @@ const DIM = 6;
 const KINDS = ['note', 'incident', 'fact'];
 const AUTHORS = ['u1', 'u2', 'device:d1'];
 const TAGS = ['red', 'green', 'blue'];
+
+/** A UUID whose order is n's (the copy's ids are UUIDs). */
+const uid = (n: number) => `00000000-0000-4000-8000-${n.toString(16).padStart(12, '0')}`;
+
+/** A hybrid query's text matches, kept beside their binary form for the reference. */
+const texts = new WeakMap<Uint8Array, Map<string, number>>();
+function textOf(scores: Map<string, number>, weight: number) {
+  const matches = encodeTextMatches(scores);
+  texts.set(matches, scores);
+  return { matches, weight };
+}
 
 function makeRecord(random: () => number, id: string): IndexedRecord {
   const embedding = Float32Array.from({ length: DIM }, () => random() * 2 - 1);
@@ -47,7 +59,7 @@ function reference(records: Map<string, IndexedRecord>, q: ScanQuery) {
     if (f.updatedSinceUs != null && r.updatedUs < f.updatedSinceUs) continue;
     let textScore: number | null = null;
     if (q.text) {
-      const t = q.text.scores.get(r.id);
+      const t = texts.get(q.text.matches)!.get(r.id);
       if (t === undefined) continue;
       textScore = t;
     }
@@ -75,7 +87,7 @@ describe('FlatIndex', () => {
         const roll = random();
         const existing = [...records.keys()];
         if (roll < 0.55 || existing.length === 0) {
-          const r = makeRecord(random, `id-${(next++).toString().padStart(5, '0')}`);
+          const r = makeRecord(random, uid(next++));
           records.set(r.id, r);
           index.upsert(r);
         } else if (roll < 0.75) {
@@ -83,7 +95,7 @@ describe('FlatIndex', () => {
           records.set(r.id, r);
           index.upsert(r);
         } else {
-          const id = roll < 0.95 ? existing[Math.floor(random() * existing.length)]! : `absent-${i}`;
+          const id = roll < 0.95 ? existing[Math.floor(random() * existing.length)]! : uid(1_000_000 + i);
           expect(index.remove(id)).toBe(records.delete(id));
         }
       }
@@ -100,10 +112,10 @@ describe('FlatIndex', () => {
         const text =
           step % 2 === 0
             ? null
-            : {
-                scores: new Map([...records.keys()].filter(() => random() < 0.3).map((id) => [id, random()])),
-                weight: 0.3,
-              };
+            : textOf(
+                new Map([...records.keys()].filter(() => random() < 0.3).map((id) => [id, random()])),
+                0.3,
+              );
         const first: ScanQuery = { embedding, filter, text, k: 7 };
         const want = reference(records, first);
         const got = index.scan(first);
@@ -126,7 +138,7 @@ describe('FlatIndex', () => {
       const index = new FlatIndex(DIM);
       const records = new Map<string, IndexedRecord>();
       for (let i = 0; i < size; i++) {
-        const r = { ...makeRecord(random, `id-${i.toString().padStart(5, '0')}`), expiresUs: Infinity };
+        const r = { ...makeRecord(random, uid(i)), expiresUs: Infinity };
         records.set(r.id, r);
         index.upsert(r);
       }
@@ -135,7 +147,7 @@ describe('FlatIndex', () => {
       for (const q of [
         { embedding, filter: { nowUs: 0 }, k: size },
         { embedding, filter: { nowUs: 0, kind: KINDS[0] }, k: size },
-        { embedding, filter: { nowUs: 0 }, text: { scores, weight: 0.4 }, k: size },
+        { embedding, filter: { nowUs: 0 }, text: textOf(scores, 0.4), k: size },
       ] satisfies ScanQuery[]) {
         const got = index.scan(q);
         expect(got).toEqual(reference(records, q));
@@ -146,7 +158,17 @@ describe('FlatIndex', () => {
 
   it('breaks score ties by id, ascending, and pages through them without gaps or repeats', () => {
     const index = new FlatIndex(2);
-    const ids = ['c', 'a', 'e', 'b', 'd'];
+    // The first words straddle 2^31 (uuid order is unsigned); the rest differ only in the last word.
+    const ids = [
+      uid(3),
+      '80000000-0000-4000-8000-000000000000',
+      uid(1),
+      'ffffffff-ffff-4fff-bfff-ffffffffffff',
+      uid(5),
+      uid(2),
+      '7fffffff-0000-4000-8000-000000000000',
+      uid(4),
+    ];
     for (const id of ids) {
       index.upsert({
         id,
@@ -167,7 +189,51 @@ describe('FlatIndex', () => {
       seen.push(...page.hits.map((h) => h.id));
       after = { value: page.hits.at(-1)!.score, id: page.hits.at(-1)!.id };
     }
-    expect(seen).toEqual(['a', 'b', 'c', 'd', 'e']);
+    expect(seen).toEqual([...ids].sort());
+  });
+
+  it('finds every id it holds and none it does not through 20,000 inserts, removals and re-inserts', () => {
+    // The id table (open addressing, linear probing, removal by moving later entries back) against a Set.
+    const random = mulberry32(20_000);
+    const index = new FlatIndex(2, 1);
+    const held = new Set<string>();
+    const r = (id: string): IndexedRecord => ({
+      id,
+      embedding: Float32Array.from([1, 1]),
+      norm: Math.SQRT2,
+      kind: 'k',
+      author: 'a',
+      tags: [],
+      updatedUs: 0,
+      expiresUs: Infinity,
+    });
+    // Random UUIDs (any word may have its high bit set) and sequential ones (differing in the last word only).
+    const ids = Array.from({ length: 20_000 }, (_, i) =>
+      i % 2 === 0
+        ? uid(i)
+        : [8, 4, 4, 4, 12]
+            .map((n) => Array.from({ length: n }, () => Math.floor(random() * 16).toString(16)).join(''))
+            .join('-'),
+    );
+    for (const id of ids) {
+      index.upsert(r(id));
+      held.add(id);
+    }
+    for (let round = 0; round < 3; round++) {
+      for (const id of ids) {
+        if (random() < 0.5) expect(index.remove(id)).toBe(held.delete(id));
+      }
+      for (const id of ids) {
+        if (random() < 0.25 && !held.has(id)) {
+          index.upsert(r(id));
+          held.add(id);
+        }
+      }
+      expect(index.count).toBe(held.size);
+      for (const id of ids) expect(index.has(id)).toBe(held.has(id));
+      const all = index.scan({ embedding: [1, 1], filter: { nowUs: 0 }, k: ids.length });
+      expect(all.hits.map((h) => h.id)).toEqual([...held].sort());
+    }
   });
 
   it('refuses embeddings of another dimension and grows past its first capacity', () => {
@@ -182,14 +248,21 @@ describe('FlatIndex', () => {
       updatedUs: 0,
       expiresUs: Infinity,
     });
-    expect(() => index.upsert(r('x', [1, 2]))).toThrow(RangeError);
+    expect(() => index.upsert(r(uid(0), [1, 2]))).toThrow(RangeError);
+    expect(() => index.upsert(r('not-a-uuid', [1, 2, 3]))).toThrow(/not a UUID/);
+    expect(() => index.remove('x')).toThrow(RangeError);
     expect(() => index.scan({ embedding: [1], filter: { nowUs: 0 }, k: 1 })).toThrow(RangeError);
     const before = index.bytes;
-    for (let i = 0; i < 100; i++) index.upsert(r(`r${i}`, [i + 1, 1, 0]));
+    for (let i = 0; i < 100; i++) index.upsert(r(uid(i), [i + 1, 1, 0]));
     expect(index.count).toBe(100);
     expect(index.bytes).toBeGreaterThan(before);
     expect(index.scan({ embedding: [1, 0, 0], filter: { nowUs: 0, tag: 't' }, k: 1 }).hits[0]!.id).toBe(
-      'r99',
+      uid(99),
     );
+    // Uppercase ids are the same records (PostgreSQL's uuid reads either); hits name them as PostgreSQL prints them.
+    expect(index.has(uid(42).toUpperCase())).toBe(true);
+    expect(index.remove(uid(42).toUpperCase())).toBe(true);
+    expect(index.has(uid(42))).toBe(false);
+    expect(index.count).toBe(99);
   });
 });
