@@ -448,7 +448,7 @@ export class FlatIndex {
         const score = textScore === null ? vectorScore : weight * textScore + (1 - weight) * vectorScore;
         if (
           after &&
-          !(score < after.value || (score === after.value && keyAfter(this.keys, slot, after.key)))
+          !(score < after.value || (score === after.value && idAfter(this.keys, 4 * slot, after.key, 0)))
         )
           continue;
         b.matched++;
@@ -582,25 +582,12 @@ interface Position {
   key: Uint32Array;
 }
 
-/** Whether slot `slot`'s id comes after `key` (uuid order: the words compared unsigned, in order). */
-function keyAfter(keys: Uint32Array, slot: number, key: Uint32Array): boolean {
-  const o = 4 * slot;
+/** Whether the id at x[ox .. ox + 3] comes after the one at y[oy .. oy + 3] (uuid order: words compared unsigned). */
+function idAfter(x: Uint32Array, ox: number, y: Uint32Array, oy: number): boolean {
   for (let w = 0; w < 4; w++) {
-    const x = keys[o + w]!;
-    const y = key[w]!;
-    if (x !== y) return x > y;
-  }
-  return false;
-}
-
-/** Whether slot a's id comes after slot b's. */
-function slotAfter(keys: Uint32Array, a: number, b: number): boolean {
-  const oa = 4 * a;
-  const ob = 4 * b;
-  for (let w = 0; w < 4; w++) {
-    const x = keys[oa + w]!;
-    const y = keys[ob + w]!;
-    if (x !== y) return x > y;
+    const a = x[ox + w]!;
+    const b = y[oy + w]!;
+    if (a !== b) return a > b;
   }
   return false;
 }
@@ -643,7 +630,7 @@ class TopK {
 
   /** True when hit a ranks below hit b (lower score, or equal score and greater id). */
   private worse(sa: number, slotA: number, sb: number, slotB: number): boolean {
-    return sa < sb || (sa === sb && slotAfter(this.keys, slotA, slotB));
+    return sa < sb || (sa === sb && idAfter(this.keys, 4 * slotA, this.keys, 4 * slotB));
   }
 
   private worseAt(a: number, b: number): boolean {
