@@ -22,8 +22,9 @@
  *   nothing), scanned in process (exact, the same float8 arithmetic as the SQL dot product below, so the scores are
  *   equal to the bit), and the best hits are read back from memory.records with the expiry and filters applied again
  *   (a record deleted since is dropped, and the next candidates read). Hybrid takes the full-text matches of the
- *   tenant from `memory.tenant_text_matches` and scores those the copy holds. A workspace too large for the budget,
- *   or a server with the cache off, takes `EXACT_SCAN`.
+ *   tenant's chunks from `memory.tenant_chunk_matches` (a row per chunk; the copy keeps each record's best) and
+ *   scores the records the copy holds. A workspace too large for the budget, or a server with the cache off, takes
+ *   `EXACT_SCAN`.
  * - Vector, `EXACT_SCAN`: elsewhere: every record of the workspace
  *   compared with the query; exact, and linear in the workspace's records. Where migration 006 could install the
  *   `cube` extension (PostgreSQL contrib) and the dimension is ≤ 100, the distance is cube_distance (C) on the
@@ -260,13 +261,13 @@ async function searchInMemory(
   if (!index) return null;
   let text: TextMatches | null = null;
   if (q.text !== null) {
-    // The tenant's matches (the copy keeps those of this workspace with an embedding, as the SQL path does) in one
-    // bytea, 24 bytes each: uuid_send(id) then float8send(score), the copy's binary keys and the exact doubles.
-    // Tens of thousands of matches come as one value, no row, text or array parsing, and are looked up without a
-    // string per match.
+    // The tenant's matching chunks (the copy keeps the records of this workspace with an embedding, as the SQL path
+    // does, and each record's best chunk) in one bytea, 24 bytes each: uuid_send(record id) then float8send(rank),
+    // the copy's binary keys and the exact doubles. Tens of thousands of matches come as one value, no row, text or
+    // array parsing, and are looked up without a string per match.
     const matches = await tx.query<{ matches: Uint8Array | null }>(
       `SELECT string_agg(uuid_send(record_id) || float8send(text_score), ''::bytea) AS matches
-         FROM memory.tenant_text_matches(websearch_to_tsquery('english'::regconfig, $1))`,
+         FROM memory.tenant_chunk_matches(websearch_to_tsquery('english'::regconfig, $1))`,
       [q.text],
     );
     text = { matches: matches.rows[0]?.matches ?? new Uint8Array(0), weight: q.textWeight };

@@ -24,12 +24,34 @@ const TAGS = ['red', 'green', 'blue'];
 /** A UUID whose order is n's (the copy's ids are UUIDs). */
 const uid = (n: number) => `00000000-0000-4000-8000-${n.toString(16).padStart(12, '0')}`;
 
-/** A hybrid query's text matches, kept beside their binary form for the reference. */
+/** A hybrid query's text matches, each record's best rank kept beside their binary form for the reference. */
 const texts = new WeakMap<Uint8Array, Map<string, number>>();
-function textOf(scores: Map<string, number>, weight: number) {
-  const matches = encodeTextMatches(scores);
-  texts.set(matches, scores);
+function textOf(entries: Iterable<readonly [string, number]>, weight: number) {
+  const list = [...entries];
+  const matches = encodeTextMatches(list);
+  const best = new Map<string, number>();
+  for (const [id, rank] of list) best.set(id, Math.max(rank, best.get(id) ?? -Infinity));
+  texts.set(matches, best);
   return { matches, weight };
+}
+
+/**
+ * Matching chunks as PostgreSQL sends them: one to three per chosen record, each with its own rank, in random
+ * order (a record's chunks apart), and chunks of records the copy does not hold.
+ */
+function chunkMatches(random: () => number, ids: readonly string[], share: number): [string, number][] {
+  const entries: [string, number][] = [];
+  for (const id of ids) {
+    if (random() >= share) continue;
+    const chunks = 1 + Math.floor(random() * 3);
+    for (let c = 0; c < chunks; c++) entries.push([id, random()]);
+  }
+  for (let i = 0; i < 5; i++) entries.push([uid(5_000_000 + Math.floor(random() * 1000)), random()]);
+  for (let i = entries.length - 1; i > 0; i--) {
+    const j = Math.floor(random() * (i + 1));
+    [entries[i], entries[j]] = [entries[j]!, entries[i]!];
+  }
+  return entries;
 }
 
 function makeRecord(random: () => number, id: string): IndexedRecord {
@@ -109,13 +131,7 @@ describe('FlatIndex', () => {
       ];
       for (const filter of filters) {
         const embedding = Array.from({ length: DIM }, () => random() * 2 - 1);
-        const text =
-          step % 2 === 0
-            ? null
-            : textOf(
-                new Map([...records.keys()].filter(() => random() < 0.3).map((id) => [id, random()])),
-                0.3,
-              );
+        const text = step % 2 === 0 ? null : textOf(chunkMatches(random, [...records.keys()], 0.3), 0.3);
         const first: ScanQuery = { embedding, filter, text, k: 7 };
         const want = reference(records, first);
         const got = index.scan(first);
@@ -143,7 +159,7 @@ describe('FlatIndex', () => {
         index.upsert(r);
       }
       const embedding = Array.from({ length: DIM }, () => random() * 2 - 1);
-      const scores = new Map([...records.keys()].filter(() => random() < 0.7).map((id) => [id, random()]));
+      const scores = chunkMatches(random, [...records.keys()], 0.7);
       for (const q of [
         { embedding, filter: { nowUs: 0 }, k: size },
         { embedding, filter: { nowUs: 0, kind: KINDS[0] }, k: size },
@@ -154,6 +170,37 @@ describe('FlatIndex', () => {
         if (!q.text && !('kind' in q.filter)) expect(got.hits).toHaveLength(size);
       }
     }
+  });
+
+  it('scores a record with several matching chunks once, by its best chunk, and never again on a later page', () => {
+    const index = new FlatIndex(2);
+    const [a, b, c] = [uid(1), uid(2), uid(3)];
+    for (const id of [a, b, c])
+      index.upsert({ ...makeRecord(mulberry32(1), id), embedding: Float32Array.of(1, 0) });
+    const embedding = [1, 0];
+    // Weight 1: the score is the text score; a's chunks straddle b's.
+    const text = {
+      matches: encodeTextMatches([
+        [a, 0.25],
+        [b, 0.5],
+        [a, 0.75],
+        [c, 0.125],
+        [a, 0.5],
+      ]),
+      weight: 1,
+    };
+    const filter = { nowUs: 0 };
+    const first = index.scan({ embedding, filter, text, k: 10 });
+    expect(first.hits.map((h) => [h.id, h.score, h.textScore])).toEqual([
+      [a, 0.75, 0.75],
+      [b, 0.5, 0.5],
+      [c, 0.125, 0.125],
+    ]);
+    expect(first.matched).toBe(3);
+    // After a's hit, a's lesser chunks (0.5 ties b's score, 0.25 is below it) must not bring a back.
+    const next = index.scan({ embedding, filter, text, k: 10, after: { value: 0.75, id: a } });
+    expect(next.hits.map((h) => h.id)).toEqual([b, c]);
+    expect(next.matched).toBe(2);
   });
 
   it('breaks score ties by id, ascending, and pages through them without gaps or repeats', () => {

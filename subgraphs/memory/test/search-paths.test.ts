@@ -161,9 +161,14 @@ describe('full-text under forced RLS', () => {
     const owner = h.owner as Queryable & { transaction: Database['transaction'] };
     const bodies = await h.owner.query<{ fn: string; src: string }>(
       `SELECT p.proname::text AS fn, p.prosrc AS src FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
-        WHERE n.nspname = 'memory' AND p.proname IN ('text_matches', 'tenant_text_matches') ORDER BY 1`,
+        WHERE n.nspname = 'memory' AND p.proname IN ('text_matches', 'tenant_text_matches', 'tenant_chunk_matches')
+        ORDER BY 1`,
     );
-    expect(bodies.rows.map((r) => r.fn)).toEqual(['tenant_text_matches', 'text_matches']);
+    expect(bodies.rows.map((r) => r.fn)).toEqual([
+      'tenant_chunk_matches',
+      'tenant_text_matches',
+      'text_matches',
+    ]);
     for (const { fn, src } of bodies.rows) {
       // The body as installed, its parameters bound as the call binds them.
       const workspaceBound = src.includes('p_workspace_id');
@@ -189,7 +194,8 @@ describe('full-text under forced RLS', () => {
       // which spilled to disk at 20,000 matches (migration 008).
       const lines = plan.split('\n');
       const scan = lines.findIndex((l) => /Bitmap Heap Scan on (memory\.)?chunks/.test(l));
-      expect(scan, plan).toBeGreaterThan(0);
+      // (tenant_chunk_matches has nothing above it: the scan is the plan's first line.)
+      expect(scan, plan).toBeGreaterThanOrEqual(0);
       const outputs = lines.slice(0, scan).filter((l) => /^\s*Output:/.test(l));
       const bareTsv = /(:|,) *(c\.)?tsv *(,|$)/;
       expect(
@@ -226,6 +232,24 @@ describe('full-text under forced RLS', () => {
       expect(rows).toHaveLength(5);
       expect(rows.every((row) => (row as { tenant_id?: string }).tenant_id === p.tenantId)).toBe(true);
     }
+    // The tenant-wide chunk matches hybrid reads for the in-process copy: the caller's tenant only, from the
+    // transaction's setting; none without one.
+    const chunkMatches = (p: Principal | null, word: string) =>
+      h.db.transaction(
+        async (tx) =>
+          (
+            await tx.query<{ tenant_id: string | null }>(
+              `SELECT r.tenant_id FROM memory.tenant_chunk_matches(websearch_to_tsquery('english', $1)) m
+                 LEFT JOIN memory.records r ON r.id = m.record_id`,
+              [word],
+            )
+          ).rows,
+        p ? { 'app.tenant_id': p.tenantId, 'app.principal_id': p.userId } : {},
+      );
+    expect(await chunkMatches(a, 'onlyinbee')).toEqual([]);
+    expect(await chunkMatches(null, 'zanzibarite')).toEqual([]);
+    for (const p of [a, b])
+      expect(await chunkMatches(p, 'zanzibarite')).toEqual(Array(5).fill({ tenant_id: p.tenantId }));
     // And through the API: B searching A's workspace is NOT_FOUND; B's own search holds B's records only.
     const q = `query ($ws: ID!, $t: String) { searchMemory(workspaceId: $ws, query: { text: $t }, first: 50) { edges { node { id content } } } }`;
     const foreign = await h.gql(b, q, { ws: wsA, t: 'zanzibarite' });
@@ -235,14 +259,18 @@ describe('full-text under forced RLS', () => {
     expect(edges.map((e) => e.node.content)).toEqual(Array(5).fill('zanzibarite onlyinbee'));
   });
 
-  it('may not be called by PUBLIC, and its trigger sibling by nobody but the owner', async () => {
+  it('may not be called by PUBLIC, nor may its tenant-wide siblings, and its trigger sibling by nobody but the owner', async () => {
     const r = await h.owner.query<{ fn: string; public_exec: boolean }>(
       `SELECT p.proname AS fn, has_function_privilege('public', p.oid, 'EXECUTE') AS public_exec
          FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
-        WHERE n.nspname = 'memory' AND p.proname IN ('text_matches', 'ensure_vector_index') ORDER BY 1`,
+        WHERE n.nspname = 'memory'
+          AND p.proname IN ('text_matches', 'tenant_text_matches', 'tenant_chunk_matches', 'ensure_vector_index')
+        ORDER BY 1`,
     );
     expect(r.rows).toEqual([
       { fn: 'ensure_vector_index', public_exec: false },
+      { fn: 'tenant_chunk_matches', public_exec: false },
+      { fn: 'tenant_text_matches', public_exec: false },
       { fn: 'text_matches', public_exec: false },
     ]);
   });

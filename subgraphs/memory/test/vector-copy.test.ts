@@ -37,6 +37,12 @@ const vector = () => Array.from({ length: DIM }, () => random() * 2 - 1);
 const sentence = (n: number) =>
   Array.from({ length: n }, () => WORDS[Math.floor(random() * WORDS.length)]).join(' ');
 
+/** Ten words, the first of them three times. */
+const repeating = () => {
+  const word = sentence(1);
+  return `${word} ${word} ${word} ${sentence(7)}`;
+};
+
 const tenantTx = <T>(p: Principal, fn: (tx: Queryable) => Promise<T>) =>
   h.db.transaction(fn, { 'app.tenant_id': p.tenantId, 'app.principal_id': p.userId });
 
@@ -53,10 +59,16 @@ async function createWorkspace(p: Principal): Promise<string> {
 const workspace = (p: Principal, id: string): Promise<WorkspaceModel> =>
   tenantTx(p, async (tx) => (await findWorkspace(tx, id))!);
 
-/** Seeds n records with SQL in the tenant's transaction (kinds, tags, authors varied; chunks for full text). */
+/**
+ * Seeds n records with SQL in the tenant's transaction (kinds, tags, authors varied; chunks for full text: every
+ * third record has a second chunk, so a record may match by either or both and its text score is the better one).
+ * The second chunk repeats a word three times, so it often outranks the first.
+ */
 async function seed(p: Principal, ws: string, n: number): Promise<void> {
   const rows = Array.from({ length: n }, (_, i) => ({
     content: sentence(10),
+    // A word three times: where it is asked for, the second chunk outranks the first.
+    second: i % 3 === 1 ? repeating() : null,
     embedding: `{${vector().join(',')}}`,
     kind: KINDS[i % 3]!,
     tags: `{${TAGS.filter(() => random() < 0.4).join(',')}}`,
@@ -65,8 +77,9 @@ async function seed(p: Principal, ws: string, n: number): Promise<void> {
   await tenantTx(p, (tx) =>
     tx.query(
       `WITH input AS (
-         SELECT gen_random_uuid() AS id, c AS content, e::real[] AS embedding, k AS kind, t::text[] AS tags, au AS author
-           FROM unnest($3::text[], $4::text[], $5::text[], $6::text[], $7::text[]) AS x(c, e, k, t, au)
+         SELECT gen_random_uuid() AS id, c AS content, e::real[] AS embedding, k AS kind, t::text[] AS tags, au AS author,
+                s AS second
+           FROM unnest($3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[]) AS x(c, e, k, t, au, s)
        ), ins AS (
          INSERT INTO memory.records (tenant_id, id, workspace_id, kind, content, tags, version, author, embedding,
                                      embedding_norm)
@@ -76,7 +89,9 @@ async function seed(p: Principal, ws: string, n: number): Promise<void> {
          RETURNING id, content
        )
        INSERT INTO memory.chunks (tenant_id, record_id, n, record_version, content)
-       SELECT $1, ins.id, 0, 1, ins.content FROM ins`,
+       SELECT $1, ins.id, 0, 1, ins.content FROM ins
+       UNION ALL
+       SELECT $1, i.id, 1, 1, i.second FROM input i JOIN ins ON ins.id = i.id WHERE i.second IS NOT NULL`,
       [
         p.tenantId,
         ws,
@@ -85,6 +100,7 @@ async function seed(p: Principal, ws: string, n: number): Promise<void> {
         rows.map((r) => r.kind),
         rows.map((r) => r.tags),
         rows.map((r) => r.author),
+        rows.map((r) => r.second),
       ],
     ),
   );
