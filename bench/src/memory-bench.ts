@@ -198,7 +198,16 @@ async function main(): Promise<void> {
   };
   const searchResults: Record<
     string,
-    { p50: number; p99: number; mean: number; n: number; firstMs: number; processCpuMsPerQuery: number }
+    {
+      p50: number;
+      p99: number;
+      mean: number;
+      n: number;
+      firstMs: number;
+      processCpuMsPerQuery: number;
+      /** This process after the kind's queries (no GC forced): what the searches run beside. */
+      processMemoryMB: { heapUsed: number; arrayBuffers: number; rss: number };
+    }
   > = {};
   const firstSearchMemoryMB: Record<string, { heap: number; arrayBuffers: number }> = {};
   for (const [kind, make] of Object.entries(kinds)) {
@@ -230,6 +239,11 @@ async function main(): Promise<void> {
     searchResults[kind] = {
       // This process: the memory service and the bench's client (on PostgreSQL, not the server's backends).
       processCpuMsPerQuery: (used.user + used.system) / 1000 / QUERIES,
+      processMemoryMB: (({ heapUsed, arrayBuffers, rss }) => ({
+        heapUsed: heapUsed / 2 ** 20,
+        arrayBuffers: arrayBuffers / 2 ** 20,
+        rss: rss / 2 ** 20,
+      }))(process.memoryUsage()),
       p50: percentile(times, 50),
       p99: percentile(times, 99),
       mean: times.reduce((a, b) => a + b, 0) / times.length,
@@ -280,7 +294,7 @@ async function main(): Promise<void> {
   console.error(`indexing jobs: ${result.indexing.perSecond.toFixed(0)}/s`);
   for (const [k, v] of Object.entries(searchResults)) {
     console.error(
-      `search ${k.padEnd(6)} p50 ${v.p50.toFixed(1)} ms  p99 ${v.p99.toFixed(1)} ms  (${v.n} queries; the first one before them ${v.firstMs.toFixed(0)} ms; ${v.processCpuMsPerQuery.toFixed(1)} ms CPU per query in this process)`,
+      `search ${k.padEnd(6)} p50 ${v.p50.toFixed(1)} ms  p99 ${v.p99.toFixed(1)} ms  (${v.n} queries; the first one before them ${v.firstMs.toFixed(0)} ms; ${v.processCpuMsPerQuery.toFixed(1)} ms CPU per query in this process; heap ${v.processMemoryMB.heapUsed.toFixed(0)} MB, array buffers ${v.processMemoryMB.arrayBuffers.toFixed(0)} MB)`,
     );
   }
   const dir = join(new URL('../results', import.meta.url).pathname);

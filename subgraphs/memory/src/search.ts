@@ -63,6 +63,8 @@ export interface SearchOptions {
   efSearch?: number;
   /** On the exact path, false forces the SQL dot product where cube_distance would serve (tests compare both). */
   exactCube?: boolean;
+  /** EXACT_IN_MEMORY hybrid: text matches per bytea part read (default 1,024; tests split small sets too). */
+  matchesPerPart?: number;
   /** The in-process copies (EXACT_IN_MEMORY) and the caller's tenant, whose copy is used. */
   vectors?: { cache: VectorCache; tenantId: string };
 }
@@ -127,7 +129,7 @@ export async function searchRecords(
     path = options.vectorPath ?? (probe.rows[0]?.hnsw === true ? 'HNSW_INDEX' : 'EXACT_IN_MEMORY');
     if (path === 'EXACT_IN_MEMORY') {
       const hits = options.vectors
-        ? await searchInMemory(tx, options.vectors, workspace, q, q.embedding, limit, after, now)
+        ? await searchInMemory(tx, options, options.vectors, workspace, q, q.embedding, limit, after, now)
         : null;
       if (hits) return hits;
       // The cache is off, or this workspace does not fit in it.
@@ -235,6 +237,9 @@ function searchHit(
   };
 }
 
+/** Text matches per bytea part read by EXACT_IN_MEMORY hybrid (20 KB; as hex text, 40 KB). */
+const MATCHES_PER_PART = 1024;
+
 /** Candidates read back per hit wanted beyond the page (records deleted since the copy's round are dropped). */
 const SLACK = 8;
 
@@ -244,6 +249,7 @@ const SLACK = 8;
  */
 async function searchInMemory(
   tx: Queryable,
+  options: SearchOptions,
   vectors: { cache: VectorCache; tenantId: string },
   workspace: WorkspaceModel,
   q: SearchParams,
@@ -262,15 +268,19 @@ async function searchInMemory(
   let text: TextMatches | null = null;
   if (q.text !== null) {
     // The tenant's matching chunks (the copy keeps the records of this workspace with an embedding, as the SQL path
-    // does, and each record's best chunk) in one bytea, 24 bytes each: uuid_send(record id) then float8send(rank),
-    // the copy's binary keys and the exact doubles. Tens of thousands of matches come as one value, no row, text or
-    // array parsing, and are looked up without a string per match.
-    const matches = await tx.query<{ matches: Uint8Array | null }>(
-      `SELECT string_agg(uuid_send(record_id) || float8send(text_score), ''::bytea) AS matches
-         FROM memory.tenant_chunk_matches(websearch_to_tsquery('english'::regconfig, $1))`,
-      [q.text],
+    // does, and each record's best chunk) as bytea, 20 bytes each: uuid_send(record id) then float4send(rank), the
+    // copy's binary keys and the exact ranks. No row, text or array parsing per match, and no string per match in
+    // the lookup. Parts of 1,024 matches (a 40 KB hex text each) rather than one value: tens of thousands of
+    // matches as one value made megabyte strings and buffers per search, which cost the service more garbage
+    // collection than the rest of the lookup.
+    const parts = await tx.query<{ part: Uint8Array }>(
+      `SELECT string_agg(uuid_send(m.record_id) || float4send(m.rank), ''::bytea) AS part
+         FROM (SELECT record_id, rank, (row_number() OVER ()) / $2::int AS n
+                 FROM memory.tenant_chunk_matches(websearch_to_tsquery('english'::regconfig, $1))) m
+        GROUP BY m.n`,
+      [q.text, options.matchesPerPart ?? MATCHES_PER_PART],
     );
-    text = { matches: matches.rows[0]?.matches ?? new Uint8Array(0), weight: q.textWeight };
+    text = { parts: parts.rows.map((r) => r.part), weight: q.textWeight };
   }
   const filter = {
     kind: q.filter.kind,

@@ -24,15 +24,15 @@ const TAGS = ['red', 'green', 'blue'];
 /** A UUID whose order is n's (the copy's ids are UUIDs). */
 const uid = (n: number) => `00000000-0000-4000-8000-${n.toString(16).padStart(12, '0')}`;
 
-/** A hybrid query's text matches, each record's best rank kept beside their binary form for the reference. */
-const texts = new WeakMap<Uint8Array, Map<string, number>>();
-function textOf(entries: Iterable<readonly [string, number]>, weight: number) {
+/** A hybrid query's text matches, each record's best rank (a 32-bit float, as sent) kept for the reference. */
+const texts = new WeakMap<readonly Uint8Array[], Map<string, number>>();
+function textOf(entries: Iterable<readonly [string, number]>, weight: number, perPart?: number) {
   const list = [...entries];
-  const matches = encodeTextMatches(list);
+  const parts = encodeTextMatches(list, perPart);
   const best = new Map<string, number>();
-  for (const [id, rank] of list) best.set(id, Math.max(rank, best.get(id) ?? -Infinity));
-  texts.set(matches, best);
-  return { matches, weight };
+  for (const [id, rank] of list) best.set(id, Math.max(Math.fround(rank), best.get(id) ?? -Infinity));
+  texts.set(parts, best);
+  return { parts, weight };
 }
 
 /**
@@ -81,7 +81,7 @@ function reference(records: Map<string, IndexedRecord>, q: ScanQuery) {
     if (f.updatedSinceUs != null && r.updatedUs < f.updatedSinceUs) continue;
     let textScore: number | null = null;
     if (q.text) {
-      const t = texts.get(q.text.matches)!.get(r.id);
+      const t = texts.get(q.text.parts)!.get(r.id);
       if (t === undefined) continue;
       textScore = t;
     }
@@ -131,7 +131,11 @@ describe('FlatIndex', () => {
       ];
       for (const filter of filters) {
         const embedding = Array.from({ length: DIM }, () => random() * 2 - 1);
-        const text = step % 2 === 0 ? null : textOf(chunkMatches(random, [...records.keys()], 0.3), 0.3);
+        // Split into parts of 1 to 40 entries, as PostgreSQL's rows of them (a record's chunks in different parts).
+        const text =
+          step % 2 === 0
+            ? null
+            : textOf(chunkMatches(random, [...records.keys()], 0.3), 0.3, 1 + Math.floor(random() * 40));
         const first: ScanQuery = { embedding, filter, text, k: 7 };
         const want = reference(records, first);
         const got = index.scan(first);
@@ -179,14 +183,18 @@ describe('FlatIndex', () => {
       index.upsert({ ...makeRecord(mulberry32(1), id), embedding: Float32Array.of(1, 0) });
     const embedding = [1, 0];
     // Weight 1: the score is the text score; a's chunks straddle b's.
+    // Two entries to a part: a's best chunk is in the second part, its others in the first and third.
     const text = {
-      matches: encodeTextMatches([
-        [a, 0.25],
-        [b, 0.5],
-        [a, 0.75],
-        [c, 0.125],
-        [a, 0.5],
-      ]),
+      parts: encodeTextMatches(
+        [
+          [a, 0.25],
+          [b, 0.5],
+          [a, 0.75],
+          [c, 0.125],
+          [a, 0.5],
+        ],
+        2,
+      ),
       weight: 1,
     };
     const filter = { nowUs: 0 };

@@ -113,13 +113,19 @@ function search(
   q: SearchParams,
   path: Path,
   cache: VectorCache,
-  opts: { limit?: number; after?: { value: string; id: string } | null; now?: Date } = {},
+  opts: {
+    limit?: number;
+    after?: { value: string; id: string } | null;
+    now?: Date;
+    matchesPerPart?: number;
+  } = {},
 ) {
   return tenantTx(p, (tx) =>
     searchRecords(tx, ws, q, opts.limit ?? 10, opts.after ?? null, opts.now ?? new Date(), {
       vectorPath: path,
       exactCube: false,
       vectors: { cache, tenantId: p.tenantId },
+      matchesPerPart: opts.matchesPerPart,
     }),
   );
 }
@@ -197,6 +203,9 @@ describe('EXACT_IN_MEMORY', () => {
         expect(x.key).toEqual(sql[n]!.key);
         expect(x.node.record).toEqual(sql[n]!.node.record);
       }
+      // Hybrid: the matches read in parts of 7 (a record's chunks in different parts) give the same page.
+      if (q.text)
+        expect(await search(a, ws, q, 'EXACT_IN_MEMORY', cache, { matchesPerPart: 7 })).toEqual(mem);
       // Page 2 from either path's cursor, on the other path: the same records.
       const memAfterSql = await search(a, ws, q, 'EXACT_IN_MEMORY', cache, { after: sql.at(-1)!.key });
       const sqlAfterMem = await search(a, ws, q, 'EXACT_SCAN', cache, { after: mem.at(-1)!.key });

@@ -56,31 +56,44 @@ export interface ScanQuery {
 }
 
 /**
- * Hybrid's text matches in binary: `matches` holds one 24-byte entry per matching chunk, its record's id as
- * PostgreSQL's uuid_send writes it (16 bytes) then the chunk's rank as float8send does (8 bytes, big-endian), as
- * `string_agg(uuid_send(id) || float8send(score), '')` returns them, in any order. A record's textScore is the
- * greatest rank among its entries (a record with several matching chunks comes several times: grouping them here
- * costs ~2 ms at 20,000 matches, a GROUP BY in PostgreSQL ~10). Ids the copy does not hold are skipped.
+ * Hybrid's text matches in binary: each part holds 20-byte entries, one per matching chunk: its record's id as
+ * PostgreSQL's uuid_send writes it (16 bytes), then the chunk's rank (ts_rank_cd's real) as float4send writes it
+ * (4 bytes, big-endian), as `string_agg(uuid_send(id) || float4send(rank), '')` returns them, in any order and
+ * split across parts anyhow. A record's textScore is the greatest rank among its entries (a record with several
+ * matching chunks comes several times: grouping them here costs ~2 ms at 20,000 matches, a GROUP BY in PostgreSQL
+ * ~10). Ids the copy does not hold are skipped.
  */
 export interface TextMatches {
-  matches: Uint8Array;
+  parts: readonly Uint8Array[];
   weight: number;
 }
 
-/** TextMatches' binary form of (id, rank) entries, an id may repeat (tests; the service reads it from PostgreSQL). */
-export function encodeTextMatches(entries: Iterable<readonly [string, number]>): Uint8Array {
+/** Bytes per TextMatches entry. */
+const ENTRY = 20;
+
+/**
+ * TextMatches' parts for (id, rank) entries, an id may repeat, `perPart` entries to a part (tests; the service
+ * reads them from PostgreSQL). Ranks are stored as 32-bit floats, as PostgreSQL's real.
+ */
+export function encodeTextMatches(
+  entries: Iterable<readonly [string, number]>,
+  perPart = Number.POSITIVE_INFINITY,
+): Uint8Array[] {
   const list = [...entries];
-  const out = new Uint8Array(24 * list.length);
-  const view = new DataView(out.buffer);
+  const parts: Uint8Array[] = [];
   const words = new Uint32Array(4);
-  let o = 0;
-  for (const [id, score] of list) {
-    uuidWords(id, words, 0);
-    for (let w = 0; w < 4; w++) view.setUint32(o + 4 * w, words[w]!);
-    view.setFloat64(o + 16, score);
-    o += 24;
+  for (let from = 0; from < list.length || parts.length === 0; from += perPart) {
+    const chunk = list.slice(from, from + perPart);
+    const out = new Uint8Array(ENTRY * chunk.length);
+    const view = new DataView(out.buffer);
+    chunk.forEach(([id, rank], i) => {
+      uuidWords(id, words, 0);
+      for (let w = 0; w < 4; w++) view.setUint32(ENTRY * i + 4 * w, words[w]!);
+      view.setFloat32(ENTRY * i + 16, rank);
+    });
+    parts.push(out);
   }
-  return out;
+  return parts;
 }
 
 export interface ScanHit {
@@ -403,34 +416,41 @@ export class FlatIndex {
     );
     // Accepted slots are gathered into a block, then scored eight at a time (see dots8).
     if (q.text) {
-      const m = q.text.matches;
-      if (m.byteLength % 24 !== 0) throw new RangeError('FlatIndex: text matches are not 24-byte entries');
-      const view = new DataView(m.buffer, m.byteOffset, m.byteLength);
+      let entries = 0;
+      for (const part of q.text.parts) {
+        if (part.byteLength % ENTRY !== 0) {
+          throw new RangeError(`FlatIndex: text matches are not ${ENTRY}-byte entries`);
+        }
+        entries += part.byteLength / ENTRY;
+      }
       // First the accepted records, each once with its best chunk's rank; then their scores. A record must be whole
       // before it is scored: a lesser chunk alone could pass the keyset position its record's score is before.
-      const list = new Int32Array(m.byteLength / 24);
-      const best = new Float64Array(list.length);
+      const list = new Int32Array(entries);
+      const best = new Float64Array(entries);
       const where = this.where;
       let n = 0;
-      for (let o = 0; o < m.byteLength; o += 24) {
-        const at = this.findWords(
-          view.getUint32(o),
-          view.getUint32(o + 4),
-          view.getUint32(o + 8),
-          view.getUint32(o + 12),
-        );
-        if (at < 0) continue;
-        const slot = this.table[at]!;
-        const rank = view.getFloat64(o + 16);
-        const i = where[slot]!;
-        if (i < n && list[i] === slot) {
-          if (rank > best[i]!) best[i] = rank;
-          continue;
+      for (const part of q.text.parts) {
+        const view = new DataView(part.buffer, part.byteOffset, part.byteLength);
+        for (let o = 0; o < part.byteLength; o += ENTRY) {
+          const at = this.findWords(
+            view.getUint32(o),
+            view.getUint32(o + 4),
+            view.getUint32(o + 8),
+            view.getUint32(o + 12),
+          );
+          if (at < 0) continue;
+          const slot = this.table[at]!;
+          const rank = view.getFloat32(o + 16);
+          const i = where[slot]!;
+          if (i < n && list[i] === slot) {
+            if (rank > best[i]!) best[i] = rank;
+            continue;
+          }
+          if (!this.accepts(filter, slot)) continue;
+          where[slot] = n;
+          list[n] = slot;
+          best[n++] = rank;
         }
-        if (!this.accepts(filter, slot)) continue;
-        where[slot] = n;
-        list[n] = slot;
-        best[n++] = rank;
       }
       for (let i = 0; i < n; i++) {
         block.texts[block.n] = best[i]!;
