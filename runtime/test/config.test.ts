@@ -84,6 +84,7 @@ describe('loadConfig', () => {
       driver: 'postgres',
       url: 'postgres://u@127.0.0.1:5432/db',
       poolSize: 4,
+      poolIdleSeconds: 300,
       appUrl: null,
       serviceUrls: {},
     });
@@ -109,6 +110,14 @@ describe('loadConfig', () => {
       },
     });
     expect(configError({ DATABASE_MEMORY_URL: 'mysql://x' })).toContain('DATABASE_MEMORY_URL');
+    // How long an idle pooled connection stays open.
+    const idle = loadConfig({
+      DATABASE_URL: 'postgres://u@127.0.0.1:5432/db',
+      DATABASE_POOL_IDLE_SECONDS: '45',
+      CURSOR_SECRET: secret,
+    });
+    expect(idle.database).toMatchObject({ poolIdleSeconds: 45 });
+    expect(configError({ DATABASE_POOL_IDLE_SECONDS: '0' })).toContain('DATABASE_POOL_IDLE_SECONDS');
   });
 
   it('coerces numbers and booleans from strings', () => {

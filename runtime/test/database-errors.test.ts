@@ -221,7 +221,11 @@ describe.runIf(onPostgres)('the PostgreSQL driver during an outage', () => {
 describe('the PostgreSQL driver against a server that never answers', () => {
   it('fails a query after the connection timeout instead of waiting for ever', async () => {
     const port = await loopback(() => undefined);
-    const handle = await openPostgres(`postgres://u@127.0.0.1:${port}/db`, 2, 'agentgraph_app');
+    const handle = await openPostgres(
+      `postgres://u@127.0.0.1:${port}/db`,
+      { size: 2, idleSeconds: 300 },
+      'agentgraph_app',
+    );
     try {
       const app = await handle.app();
       const [owner, ping] = await Promise.all([failure(handle.owner.query('SELECT 1')), failure(app.ping())]);

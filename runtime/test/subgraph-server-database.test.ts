@@ -103,7 +103,11 @@ beforeAll(async () => {
   await new Promise<void>((r) => probe.listen(0, '127.0.0.1', r));
   const port = (probe.address() as { port: number }).port;
   await new Promise((r) => probe.close(r));
-  handle = await openPostgres(`postgres://agentgraph@127.0.0.1:${port}/agentgraph`, 2, 'agentgraph_app');
+  handle = await openPostgres(
+    `postgres://agentgraph@127.0.0.1:${port}/agentgraph`,
+    { size: 2, idleSeconds: 300 },
+    'agentgraph_app',
+  );
   const db: Database = await handle.app();
   const config = loadConfig({ DATA_DIR: 'memory://', LOG_LEVEL: 'warn', TOKEN_AUDIENCE: 'agentgraph' });
   const log = createLogger(

@@ -16,10 +16,12 @@ export const runtimeMigrations: MigrationSet = {
 export async function openHandle(config: Pick<Config, 'database' | 'appRole'>): Promise<DatabaseHandle> {
   return config.database.driver === 'pglite'
     ? openPglite(config.database.dataDir, config.appRole)
-    : openPostgres(config.database.url, config.database.poolSize, config.appRole, {
-        app: config.database.appUrl,
-        services: config.database.serviceUrls,
-      });
+    : openPostgres(
+        config.database.url,
+        { size: config.database.poolSize, idleSeconds: config.database.poolIdleSeconds },
+        config.appRole,
+        { app: config.database.appUrl, services: config.database.serviceUrls },
+      );
 }
 
 /**

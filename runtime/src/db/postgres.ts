@@ -217,9 +217,15 @@ async function assertOwnLogin(pool: pg.Pool, role: string, appRole: string, vari
   }
 }
 
+/** The app pools' size and how long an idle connection stays open (DATABASE_POOL_SIZE, DATABASE_POOL_IDLE_SECONDS). */
+export interface PoolOptions {
+  size: number;
+  idleSeconds: number;
+}
+
 export async function openPostgres(
   url: string,
-  poolSize: number,
+  poolOptions: PoolOptions,
   appRole: string,
   logins: AppLogins = { app: null },
 ): Promise<DatabaseHandle> {
@@ -234,14 +240,14 @@ export async function openPostgres(
     const role = service ? serviceRole(appRole, service) : appRole;
     const login = loginFor(logins, role, service);
     // The role is a startup parameter: a connection that cannot take it fails instead of running as owner.
+    const sizing = {
+      max: poolOptions.size,
+      idleTimeoutMillis: poolOptions.idleSeconds * 1000,
+      connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+    };
     const pool = login
-      ? new pg.Pool({ connectionString: login, max: poolSize, connectionTimeoutMillis: CONNECT_TIMEOUT_MS })
-      : new pg.Pool({
-          connectionString: url,
-          max: poolSize,
-          options: `-c role=${role}`,
-          connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
-        });
+      ? new pg.Pool({ connectionString: login, ...sizing })
+      : new pg.Pool({ connectionString: url, options: `-c role=${role}`, ...sizing });
     pool.on('error', () => undefined);
     const listener = new Listener(login ?? url, login ? null : role);
     const close = async () => {
