@@ -7,6 +7,7 @@ import pg from 'pg';
 import type { Database, DatabaseHandle, NotificationHandler, Queryable, QueryResult } from './types.js';
 import { assertChannel, assertSettingNames } from './types.js';
 import { serviceRole, type Service } from './service-roles.js';
+import { pgTypes } from './pg-types.js';
 
 /**
  * Statements with parameters go as named (prepared) statements: each connection parses and plans a text once, then
@@ -233,6 +234,7 @@ export async function openPostgres(
     connectionString: url,
     max: 2,
     connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+    types: pgTypes,
   });
   ownerPool.on('error', () => undefined);
   const opened = new Map<string, Promise<{ db: Database; close(): Promise<void> }>>();
@@ -244,6 +246,7 @@ export async function openPostgres(
       max: poolOptions.size,
       idleTimeoutMillis: poolOptions.idleSeconds * 1000,
       connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+      types: pgTypes,
     };
     const pool = login
       ? new pg.Pool({ connectionString: login, ...sizing })
