@@ -6,7 +6,7 @@
  *   npx tsx bench/src/memory-bench.ts                         # PGlite in memory
  *   bash scripts/pg-cluster.sh run -- npx tsx bench/src/memory-bench.ts   # PostgreSQL 15 (DATABASE_URL)
  *
- * Options: --records 100000 --puts 2000 --bulk 10000 --concurrency 8 --queries 50 --dim 64
+ * Options: --records 100000 --puts 2000 --bulk 10000 --concurrency 8 --queries 50 --dim 64 --out bench/results
  * (--bulk: records loaded with putMemories, 100 per call, `--concurrency` calls at a time; they count in --records).
  * Writes bench/results/<time>-memory-<driver>.json and prints a table. Which search path ran is in the result
  * (`capabilities`, Workspace.searchCapabilities): HNSW_INDEX where pgvector exists (PGlite), else EXACT_IN_MEMORY
@@ -33,6 +33,7 @@ const { values: args } = parseArgs({
     concurrency: { type: 'string', default: '8' },
     queries: { type: 'string', default: '50' },
     dim: { type: 'string', default: '64' },
+    out: { type: 'string', default: new URL('../results', import.meta.url).pathname },
   },
 });
 const RECORDS = Number(args.records);
@@ -174,9 +175,11 @@ async function main(): Promise<void> {
   // Planner statistics, the visibility map, and the full-text index's pending list merged, as autovacuum leaves them
   // on a live server after a bulk load (its insert threshold is 1,000 rows plus a fifth of the table); searched before
   // that, every matching chunk's visibility is checked tuple by tuple, and autovacuum may start in the middle of the
-  // timed queries. All three need the owner.
-  await h.owner.query('VACUUM (ANALYZE) memory.records');
-  await h.owner.query('VACUUM (ANALYZE) memory.chunks');
+  // timed queries. All three need the owner. PGlite has no autovacuum, and its one session runs an owner statement
+  // inside a transaction, where VACUUM cannot run: statistics only there.
+  const vacuum = h.driver === 'postgres' ? 'VACUUM (ANALYZE)' : 'ANALYZE';
+  await h.owner.query(`${vacuum} memory.records`);
+  await h.owner.query(`${vacuum} memory.chunks`);
   await h.owner.query(`SELECT gin_clean_pending_list('memory.chunks_tsv'::regclass)`);
   const caps = await read(
     p,
@@ -299,7 +302,7 @@ async function main(): Promise<void> {
       `search ${k.padEnd(6)} p50 ${v.p50.toFixed(1)} ms  p99 ${v.p99.toFixed(1)} ms  (${v.n} queries; the first one before them ${v.firstMs.toFixed(0)} ms; ${v.processCpuMsPerQuery.toFixed(1)} ms CPU per query in this process; heap ${v.processMemoryMB.heapUsed.toFixed(0)} MB, array buffers ${v.processMemoryMB.arrayBuffers.toFixed(0)} MB)`,
     );
   }
-  const dir = join(new URL('../results', import.meta.url).pathname);
+  const dir = args.out;
   mkdirSync(dir, { recursive: true });
   const file = join(dir, `${new Date().toISOString().replace(/[:.]/g, '-')}-memory-${result.driver}.json`);
   writeFileSync(file, JSON.stringify(result, null, 2) + '\n');
