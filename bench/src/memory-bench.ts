@@ -273,14 +273,18 @@ async function main(): Promise<void> {
     capabilities,
     put: { count: PUTS, concurrency: CONCURRENCY, seconds: putSeconds, perSecond: PUTS / putSeconds },
     indexing: { jobs: PUTS, seconds: indexSeconds, perSecond: PUTS / indexSeconds },
-    putMemories: {
-      count: BULK,
-      perCall: 100,
-      concurrency: CONCURRENCY,
-      seconds: bulkSeconds,
-      perSecond: BULK / bulkSeconds,
-      processCpuMsPerRecord: (bulkCpuUs.user + bulkCpuUs.system) / 1000 / BULK,
-    },
+    // null when --bulk 0 skipped the phase (a rate over no records is no number).
+    putMemories:
+      BULK > 0
+        ? {
+            count: BULK,
+            perCall: 100,
+            concurrency: CONCURRENCY,
+            seconds: bulkSeconds,
+            perSecond: BULK / bulkSeconds,
+            processCpuMsPerRecord: (bulkCpuUs.user + bulkCpuUs.system) / 1000 / BULK,
+          }
+        : null,
     seedSeconds,
     searchMs: searchResults,
     firstSearchMemoryMB,
@@ -293,8 +297,11 @@ async function main(): Promise<void> {
   console.error(
     `putMemory over HTTP: ${result.put.perSecond.toFixed(0)}/s (${PUTS} puts, ${CONCURRENCY} concurrent)`,
   );
+  const bulk = result.putMemories;
   console.error(
-    `putMemories over HTTP: ${result.putMemories.perSecond.toFixed(0)} records/s (${BULK} records, 100 per call, ${CONCURRENCY} concurrent; ${result.putMemories.processCpuMsPerRecord.toFixed(2)} ms CPU per record in this process)`,
+    bulk
+      ? `putMemories over HTTP: ${bulk.perSecond.toFixed(0)} records/s (${BULK} records, 100 per call, ${CONCURRENCY} concurrent; ${bulk.processCpuMsPerRecord.toFixed(2)} ms CPU per record in this process)`
+      : 'putMemories over HTTP: not run (--bulk 0)',
   );
   console.error(`indexing jobs: ${result.indexing.perSecond.toFixed(0)}/s`);
   for (const [k, v] of Object.entries(searchResults)) {

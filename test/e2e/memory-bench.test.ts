@@ -35,6 +35,7 @@ describe(`the memory bench on ${driver}`, () => {
       driver: string;
       records: number;
       capabilities: { vectorSearch: string; fullText: string };
+      putMemories: { count: number; perSecond: number } | null;
       searchMs: Record<
         string,
         { n: number; p50: number; p99: number; processMemoryMB: { heapUsed: number } }
@@ -46,6 +47,8 @@ describe(`the memory bench on ${driver}`, () => {
       vectorSearch: driver === 'pglite' ? 'HNSW_INDEX' : 'EXACT_IN_MEMORY',
       fullText: 'INDEXED',
     });
+    expect(result.putMemories?.count).toBe(100);
+    expect(result.putMemories?.perSecond).toBeGreaterThan(0);
     expect(Object.keys(result.searchMs).sort()).toEqual(['hybrid', 'text', 'vector']);
     for (const kind of Object.values(result.searchMs)) {
       expect(kind.n).toBe(3);
