@@ -181,6 +181,16 @@ async function main(): Promise<void> {
   await h.owner.query(`${vacuum} memory.records`);
   await h.owner.query(`${vacuum} memory.chunks`);
   await h.owner.query(`SELECT gin_clean_pending_list('memory.chunks_tsv'::regclass)`);
+  // What the searches read, for sizing the server (shared_buffers, bench/README.md "Memory"): each table's heap and
+  // its indexes, in MB.
+  const sizes = await h.owner.query<{ name: string; heap: string; indexes: string }>(
+    `SELECT c.relname AS name, pg_relation_size(c.oid)::text AS heap, pg_indexes_size(c.oid)::text AS indexes
+       FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+      WHERE n.nspname = 'memory' AND c.relname IN ('records', 'chunks')`,
+  );
+  const databaseMB = Object.fromEntries(
+    sizes.rows.map((r) => [r.name, { heap: Number(r.heap) / 2 ** 20, indexes: Number(r.indexes) / 2 ** 20 }]),
+  );
   const caps = await read(
     p,
     `query ($id: ID!) { workspace(id: $id) { searchCapabilities { vectorSearch vectorExact fullText } } }`,
@@ -286,6 +296,7 @@ async function main(): Promise<void> {
           }
         : null,
     seedSeconds,
+    databaseMB,
     searchMs: searchResults,
     firstSearchMemoryMB,
   };
@@ -304,6 +315,11 @@ async function main(): Promise<void> {
       : 'putMemories over HTTP: not run (--bulk 0)',
   );
   console.error(`indexing jobs: ${result.indexing.perSecond.toFixed(0)}/s`);
+  console.error(
+    `tables: ${Object.entries(databaseMB)
+      .map(([name, mb]) => `${name} ${mb.heap.toFixed(0)} MB + indexes ${mb.indexes.toFixed(0)} MB`)
+      .join(', ')}`,
+  );
   for (const [k, v] of Object.entries(searchResults)) {
     console.error(
       `search ${k.padEnd(6)} p50 ${v.p50.toFixed(1)} ms  p99 ${v.p99.toFixed(1)} ms  (${v.n} queries; the first one before them ${v.firstMs.toFixed(0)} ms; ${v.processCpuMsPerQuery.toFixed(1)} ms CPU per query in this process; heap ${v.processMemoryMB.heapUsed.toFixed(0)} MB, array buffers ${v.processMemoryMB.arrayBuffers.toFixed(0)} MB)`,

@@ -36,6 +36,7 @@ describe(`the memory bench on ${driver}`, () => {
       records: number;
       capabilities: { vectorSearch: string; fullText: string };
       putMemories: { count: number; perSecond: number } | null;
+      databaseMB: Record<string, { heap: number; indexes: number }>;
       searchMs: Record<
         string,
         { n: number; p50: number; p99: number; processMemoryMB: { heapUsed: number } }
@@ -49,6 +50,11 @@ describe(`the memory bench on ${driver}`, () => {
     });
     expect(result.putMemories?.count).toBe(100);
     expect(result.putMemories?.perSecond).toBeGreaterThan(0);
+    expect(Object.keys(result.databaseMB).sort()).toEqual(['chunks', 'records']);
+    for (const table of Object.values(result.databaseMB)) {
+      expect(table.heap).toBeGreaterThan(0);
+      expect(table.indexes).toBeGreaterThan(0);
+    }
     expect(Object.keys(result.searchMs).sort()).toEqual(['hybrid', 'text', 'vector']);
     for (const kind of Object.values(result.searchMs)) {
       expect(kind.n).toBe(3);
