@@ -7,12 +7,15 @@
  *   bash scripts/pg-cluster.sh run -- npx tsx bench/src/memory-bench.ts   # PostgreSQL 15 (DATABASE_URL)
  *
  * Options: --records 100000 --puts 2000 --bulk 10000 --concurrency 8 --queries 50 --dim 64 --out bench/results
- * (--bulk: records loaded with putMemories, 100 per call, `--concurrency` calls at a time; they count in --records).
+ * --latency-mb 1024 (--bulk: records loaded with putMemories, 100 per call, `--concurrency` calls at a time; they
+ * count in --records; --latency-mb: the buffer of the memory-latency probe run after the searches, 0 for none).
  * Writes bench/results/<time>-memory-<driver>.json and prints a table. Which search path ran is in the result
  * (`capabilities`, Workspace.searchCapabilities): HNSW_INDEX where pgvector exists (PGlite), else EXACT_IN_MEMORY
  * (EXACT_SCAN with MEMORY_VECTOR_CACHE_MB=0); the first search of each kind is timed apart (`firstMs`: on
- * EXACT_IN_MEMORY it loads the workspace's in-process copy); the
- * machine's load (os.loadavg) before and after the searches, the commit and the date are in it too.
+ * EXACT_IN_MEMORY it loads the workspace's in-process copy); per kind, the CPU of this process and, on a private
+ * cluster (PG_CLUSTER_DIR), of PostgreSQL's server processes per query; the tables' sizes (`databaseMB`), the
+ * machine's load (os.loadavg) before and after the searches, its memory latency (`machine.memoryLatencyNs`), the
+ * commit and the date are in it too.
  */
 import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
@@ -24,6 +27,8 @@ import { newPrincipal } from '../../test/src/subgraph-harness.js';
 import { runIndexingJobs } from '../../subgraphs/memory/src/index.js';
 import { startMemoryHarness } from '../../subgraphs/memory/test/harness.js';
 import { mulberry32 } from '../../test/fault-proxy/src/prng.js';
+import { memoryLatencyNs } from './lib/memory-latency.js';
+import { postgresCpuMs } from './lib/probes.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -34,6 +39,7 @@ const { values: args } = parseArgs({
     queries: { type: 'string', default: '50' },
     dim: { type: 'string', default: '64' },
     out: { type: 'string', default: new URL('../results', import.meta.url).pathname },
+    'latency-mb': { type: 'string', default: '1024' },
   },
 });
 const RECORDS = Number(args.records);
@@ -42,6 +48,9 @@ const BULK = Number(args.bulk);
 const CONCURRENCY = Number(args.concurrency);
 const QUERIES = Number(args.queries);
 const DIM = Number(args.dim);
+const LATENCY_MB = Number(args['latency-mb']);
+/** The private cluster (scripts/pg-cluster.sh run), whose server processes' CPU is read per search kind. */
+const CLUSTER_DIR = process.env['DATABASE_URL'] ? (process.env['PG_CLUSTER_DIR'] ?? null) : null;
 
 /** Seeded (mulberry32): the same data on every run. */
 const random = mulberry32(6);
@@ -220,6 +229,8 @@ async function main(): Promise<void> {
       n: number;
       firstMs: number;
       processCpuMsPerQuery: number;
+      /** The private cluster's server processes (scripts/pg-cluster.sh run sets PG_CLUSTER_DIR); null elsewhere. */
+      postgresCpuMsPerQuery: number | null;
       /** This process after the kind's queries (no GC forced): what the searches run beside. */
       processMemoryMB: { heapUsed: number; arrayBuffers: number; rss: number };
     }
@@ -243,6 +254,7 @@ async function main(): Promise<void> {
     if (first.body.errors) throw new Error(JSON.stringify(first.body.errors));
     const times: number[] = [];
     const cpu = process.cpuUsage();
+    const pgCpu0 = postgresCpuMs(CLUSTER_DIR);
     for (let i = 0; i < QUERIES; i++) {
       const t0 = performance.now();
       const r = await read(p, search, { ws: workspaceId, q: make() });
@@ -250,10 +262,12 @@ async function main(): Promise<void> {
       if (r.body.errors) throw new Error(JSON.stringify(r.body.errors));
     }
     const used = process.cpuUsage(cpu);
+    const pgCpu1 = postgresCpuMs(CLUSTER_DIR);
     times.sort((a, b) => a - b);
     searchResults[kind] = {
       // This process: the memory service and the bench's client (on PostgreSQL, not the server's backends).
       processCpuMsPerQuery: (used.user + used.system) / 1000 / QUERIES,
+      postgresCpuMsPerQuery: pgCpu0 !== null && pgCpu1 !== null ? (pgCpu1 - pgCpu0) / QUERIES : null,
       processMemoryMB: (({ heapUsed, arrayBuffers, rss }) => ({
         heapUsed: heapUsed / 2 ** 20,
         arrayBuffers: arrayBuffers / 2 ** 20,
@@ -277,6 +291,9 @@ async function main(): Promise<void> {
       cpus: cpus().length,
       model: cpus()[0]?.model ?? '',
       loadavg: { before: loadBefore, after: loadAfter },
+      /** bench/src/lib/memory-latency.ts over --latency-mb MB (null with 0), measured after the searches. */
+      memoryLatencyMB: LATENCY_MB,
+      memoryLatencyNs: null as number | null,
     },
     records: RECORDS,
     dim: DIM,
@@ -301,10 +318,16 @@ async function main(): Promise<void> {
     firstSearchMemoryMB,
   };
   await h.close();
+  // Last, so its buffer is not in the searches' memory figures: ns per dependent load through --latency-mb MB.
+  result.machine.memoryLatencyNs = LATENCY_MB > 0 ? memoryLatencyNs(LATENCY_MB) : null;
   console.error(`memory bench on ${result.driver}, ${RECORDS} records (dim ${DIM}) in one tenant`);
   console.error(
     `search paths: ${JSON.stringify(capabilities)}; load average ${loadBefore.map((x) => x.toFixed(2)).join(' ')} → ${loadAfter.map((x) => x.toFixed(2)).join(' ')} (${result.machine.cpus} CPUs)`,
   );
+  if (result.machine.memoryLatencyNs !== null)
+    console.error(
+      `memory latency: ${result.machine.memoryLatencyNs.toFixed(0)} ns per dependent load through ${LATENCY_MB} MB`,
+    );
   console.error(
     `putMemory over HTTP: ${result.put.perSecond.toFixed(0)}/s (${PUTS} puts, ${CONCURRENCY} concurrent)`,
   );
@@ -322,7 +345,7 @@ async function main(): Promise<void> {
   );
   for (const [k, v] of Object.entries(searchResults)) {
     console.error(
-      `search ${k.padEnd(6)} p50 ${v.p50.toFixed(1)} ms  p99 ${v.p99.toFixed(1)} ms  (${v.n} queries; the first one before them ${v.firstMs.toFixed(0)} ms; ${v.processCpuMsPerQuery.toFixed(1)} ms CPU per query in this process; heap ${v.processMemoryMB.heapUsed.toFixed(0)} MB, array buffers ${v.processMemoryMB.arrayBuffers.toFixed(0)} MB)`,
+      `search ${k.padEnd(6)} p50 ${v.p50.toFixed(1)} ms  p99 ${v.p99.toFixed(1)} ms  (${v.n} queries; the first one before them ${v.firstMs.toFixed(0)} ms; ${v.processCpuMsPerQuery.toFixed(1)} ms CPU per query in this process${v.postgresCpuMsPerQuery === null ? '' : `, ${v.postgresCpuMsPerQuery.toFixed(1)} ms in PostgreSQL`}; heap ${v.processMemoryMB.heapUsed.toFixed(0)} MB, array buffers ${v.processMemoryMB.arrayBuffers.toFixed(0)} MB)`,
     );
   }
   const dir = args.out;

@@ -28,6 +28,7 @@ describe(`the memory bench on ${driver}`, () => {
         'tsx',
         script,
         ...['--records', '300', '--puts', '10', '--bulk', '100', '--queries', '3', '--out', out],
+        ...['--latency-mb', '8'],
       ],
       { timeout: 120_000, maxBuffer: 16 * 2 ** 20 },
     );
@@ -37,9 +38,16 @@ describe(`the memory bench on ${driver}`, () => {
       capabilities: { vectorSearch: string; fullText: string };
       putMemories: { count: number; perSecond: number } | null;
       databaseMB: Record<string, { heap: number; indexes: number }>;
+      machine: { memoryLatencyNs: number | null };
       searchMs: Record<
         string,
-        { n: number; p50: number; p99: number; processMemoryMB: { heapUsed: number } }
+        {
+          n: number;
+          p50: number;
+          p99: number;
+          processMemoryMB: { heapUsed: number };
+          postgresCpuMsPerQuery: number | null;
+        }
       >;
     };
     expect(result.driver).toBe(driver);
@@ -60,7 +68,12 @@ describe(`the memory bench on ${driver}`, () => {
       expect(kind.n).toBe(3);
       expect(kind.p99).toBeGreaterThanOrEqual(kind.p50);
       expect(kind.processMemoryMB.heapUsed).toBeGreaterThan(0);
+      // PostgreSQL's CPU is read from a private cluster's processes (PG_CLUSTER_DIR); PGlite runs in the process.
+      if (driver === 'postgres' && process.env['PG_CLUSTER_DIR'])
+        expect(kind.postgresCpuMsPerQuery).toBeGreaterThanOrEqual(0);
+      else expect(kind.postgresCpuMsPerQuery).toBeNull();
     }
+    expect(result.machine.memoryLatencyNs).toBeGreaterThan(0);
     expect(readdirSync(out).some((f) => f.endsWith(`-memory-${driver}.json`))).toBe(true);
   });
 });
