@@ -282,6 +282,8 @@ async function main(): Promise<void> {
   }
 
   const loadAfter = loadavg();
+  // After the searches, so its buffer is not in their memory figures: ns per dependent load through --latency-mb MB.
+  const memoryLatency = LATENCY_MB > 0 ? memoryLatencyNs(LATENCY_MB) : null;
   const result = {
     bench: 'memory',
     driver: h.driver,
@@ -293,7 +295,7 @@ async function main(): Promise<void> {
       loadavg: { before: loadBefore, after: loadAfter },
       /** bench/src/lib/memory-latency.ts over --latency-mb MB (null with 0), measured after the searches. */
       memoryLatencyMB: LATENCY_MB,
-      memoryLatencyNs: null as number | null,
+      memoryLatencyNs: memoryLatency,
     },
     records: RECORDS,
     dim: DIM,
@@ -318,8 +320,6 @@ async function main(): Promise<void> {
     firstSearchMemoryMB,
   };
   await h.close();
-  // Last, so its buffer is not in the searches' memory figures: ns per dependent load through --latency-mb MB.
-  result.machine.memoryLatencyNs = LATENCY_MB > 0 ? memoryLatencyNs(LATENCY_MB) : null;
   console.error(`memory bench on ${result.driver}, ${RECORDS} records (dim ${DIM}) in one tenant`);
   console.error(
     `search paths: ${JSON.stringify(capabilities)}; load average ${loadBefore.map((x) => x.toFixed(2)).join(' ')} → ${loadAfter.map((x) => x.toFixed(2)).join(' ')} (${result.machine.cpus} CPUs)`,

@@ -6,6 +6,7 @@
  * their latencies so runs on different machines, or the same machine on a busier day, can be told apart.
  */
 import { mulberry32 } from '../../../test/fault-proxy/src/prng.js';
+import { median } from '../auth/stats.js';
 
 const LINE_WORDS = 16; // 64 bytes of Int32
 
@@ -34,6 +35,5 @@ export function memoryLatencyNs(mb: number, { steps = 1_000_000, rounds = 3 } = 
   }
   // `at` is read so the chase cannot be optimised away.
   if (at < 0) throw new Error('unreachable');
-  results.sort((a, b) => a - b);
-  return results[Math.floor(results.length / 2)]!;
+  return median(results);
 }
