@@ -6,7 +6,7 @@ from agentgraph_runtime.client import OperationSpec
 from agentgraph_runtime.privacy import PrivacyRule
 
 #: The schema version (capabilities.schemaVersion) these operations were generated from.
-SCHEMA_VERSION = "6d3a9dc062d9"
+SCHEMA_VERSION = "976ede44e829"
 
 # From schemas/operations/coordination.graphql.
 AcknowledgeAgentMessage = OperationSpec(

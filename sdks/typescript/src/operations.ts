@@ -2,7 +2,7 @@
 import type { OperationSpec, SubscriptionSpec } from '@agentgraph/sdk-runtime';
 
 /** The schema version (capabilities.schemaVersion) these operations were generated from. */
-export const SCHEMA_VERSION = '6d3a9dc062d9';
+export const SCHEMA_VERSION = '976ede44e829';
 
 /**
  * Every query and mutation, by name, as AgentGraphClient.execute takes them (and sendWithClient, for

@@ -21,9 +21,12 @@
  *   brought up to date in the search's transaction (migration 007's change feed; usually one statement that reads
  *   nothing), scanned in process (exact, the same float8 arithmetic as the SQL dot product below, so the scores are
  *   equal to the bit), and the best hits are read back from memory.records with the expiry and filters applied again
- *   (a record deleted since is dropped, and the next candidates read). Hybrid takes the full-text matches of the
- *   tenant's chunks from `memory.tenant_chunk_matches` (a row per chunk; the copy keeps each record's best) and
- *   scores the records the copy holds. A workspace too large for the budget, or a server with the cache off, takes
+ *   (a record deleted since is dropped, and the next candidates read). Hybrid matches and ranks the text in the
+ *   copy itself when PostgreSQL's parse of it (websearch_to_tsquery, sent as tsquerysend) is words, OR and NOT:
+ *   the copy keeps its records' chunks as postings (text-postings.ts; ranks equal to ts_rank_cd's to the bit), so
+ *   no chunk is read from the table. Other queries (phrases, hyphenated words, a lone exclusion) take the tenant's
+ *   matching chunks from `memory.tenant_chunk_matches` (a row per chunk; the copy keeps each record's best).
+ *   Either way only the records the copy holds are scored. A workspace too large for the budget, or a server with the cache off, takes
  *   `EXACT_SCAN`.
  * - Vector, `EXACT_SCAN`: elsewhere: every record of the workspace
  *   compared with the query; exact, and linear in the workspace's records. Where migration 006 could install the
@@ -36,7 +39,8 @@ import type { KeysetAfter, Keyed, Queryable } from '@agentgraph/runtime';
 import { toRecord, type RecordRow, type SearchHit, type WorkspaceModel } from './models.js';
 import { filterSql, notExpired, RECORD, type RecordFilterValues } from './store.js';
 import type { VectorCache } from './vector-index/cache.js';
-import { norm32, type FlatIndex, type TextMatches } from './vector-index/flat-index.js';
+import { norm32, type FlatIndex, type QueryText, type TextMatches } from './vector-index/flat-index.js';
+import { parseTsquery } from './vector-index/text-postings.js';
 
 export interface SearchParams {
   text: string | null;
@@ -65,6 +69,11 @@ export interface SearchOptions {
   exactCube?: boolean;
   /** EXACT_IN_MEMORY hybrid: text matches per bytea part read (default 1,024; tests split small sets too). */
   matchesPerPart?: number;
+  /**
+   * EXACT_IN_MEMORY hybrid: false asks PostgreSQL for the text matches even when the copy's postings could match
+   * the query (tests compare both).
+   */
+  textInProcess?: boolean;
   /** The in-process copies (EXACT_IN_MEMORY) and the caller's tenant, whose copy is used. */
   vectors?: { cache: VectorCache; tenantId: string };
 }
@@ -265,8 +274,18 @@ async function searchInMemory(
     embedding.length,
   );
   if (!index) return null;
-  let text: TextMatches | null = null;
-  if (q.text !== null) {
+  let text: TextMatches | QueryText | null = null;
+  if (q.text !== null && options.textInProcess !== false) {
+    // The copy's own postings match and rank the query when they can (lexemes, AND, OR, NOT: text-postings.ts);
+    // PostgreSQL parses it, so stemming and stop words stay its own.
+    const parsed = await tx.query<{ q: Uint8Array }>(
+      `SELECT tsquerysend(websearch_to_tsquery('english'::regconfig, $1)) AS q`,
+      [q.text],
+    );
+    const query = parseTsquery(parsed.rows[0]!.q);
+    if (query) text = { query, weight: q.textWeight };
+  }
+  if (q.text !== null && text === null) {
     // The tenant's matching chunks (the copy keeps the records of this workspace with an embedding, as the SQL path
     // does, and each record's best chunk) as bytea, 20 bytes each: uuid_send(record id) then float4send(rank), the
     // copy's binary keys and the exact ranks. No row, text or array parsing per match, and no string per match in

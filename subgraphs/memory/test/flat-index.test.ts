@@ -8,6 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { mulberry32 } from '../../../test/fault-proxy/src/prng.js';
 import {
   encodeTextMatches,
+  type TextMatches,
   FlatIndex,
   toReal,
   norm32,
@@ -81,7 +82,7 @@ function reference(records: Map<string, IndexedRecord>, q: ScanQuery) {
     if (f.updatedSinceUs != null && r.updatedUs < f.updatedSinceUs) continue;
     let textScore: number | null = null;
     if (q.text) {
-      const t = texts.get(q.text.parts)!.get(r.id);
+      const t = texts.get((q.text as TextMatches).parts)!.get(r.id);
       if (t === undefined) continue;
       textScore = t;
     }

@@ -20,6 +20,7 @@ import { newPrincipal, type Principal } from '../../../test/src/subgraph-harness
 import type { WorkspaceModel } from '../src/models.js';
 import { searchRecords, type SearchParams } from '../src/search.js';
 import { findWorkspace } from '../src/store.js';
+import { runIndexingJobs } from '../src/indexing/worker.js';
 import { sweepExpiredMemory } from '../src/sweeper.js';
 import { VectorCache } from '../src/vector-index/cache.js';
 import { toReal } from '../src/vector-index/flat-index.js';
@@ -118,6 +119,7 @@ function search(
     after?: { value: string; id: string } | null;
     now?: Date;
     matchesPerPart?: number;
+    textInProcess?: boolean;
   } = {},
 ) {
   return tenantTx(p, (tx) =>
@@ -126,6 +128,7 @@ function search(
       exactCube: false,
       vectors: { cache, tenantId: p.tenantId },
       matchesPerPart: opts.matchesPerPart,
+      textInProcess: opts.textInProcess,
     }),
   );
 }
@@ -203,9 +206,15 @@ describe('EXACT_IN_MEMORY', () => {
         expect(x.key).toEqual(sql[n]!.key);
         expect(x.node.record).toEqual(sql[n]!.node.record);
       }
-      // Hybrid: the matches read in parts of 7 (a record's chunks in different parts) give the same page.
-      if (q.text)
-        expect(await search(a, ws, q, 'EXACT_IN_MEMORY', cache, { matchesPerPart: 7 })).toEqual(mem);
+      // Hybrid: the copy's own postings (up to 16 words) and PostgreSQL's matches give the same page, read in parts
+      // of 7 too (a record's chunks in different parts).
+      if (q.text) {
+        for (const matchesPerPart of [undefined, 7]) {
+          expect(
+            await search(a, ws, q, 'EXACT_IN_MEMORY', cache, { matchesPerPart, textInProcess: false }),
+          ).toEqual(mem);
+        }
+      }
       // Page 2 from either path's cursor, on the other path: the same records.
       const memAfterSql = await search(a, ws, q, 'EXACT_IN_MEMORY', cache, { after: sql.at(-1)!.key });
       const sqlAfterMem = await search(a, ws, q, 'EXACT_SCAN', cache, { after: mem.at(-1)!.key });
@@ -216,6 +225,53 @@ describe('EXACT_IN_MEMORY', () => {
     expect(await search(a, ws, none, 'EXACT_IN_MEMORY', cache)).toEqual([]);
     expect(await search(a, ws, none, 'EXACT_SCAN', cache)).toEqual([]);
     expect(cache.stats()).toMatchObject({ workspaces: 1, records: 600, loads: 1 });
+    cache.close();
+  });
+
+  it('follows chunks written after their record: the indexing job, content replaced, a chunk added by hand', async () => {
+    const ws = await workspace(a, wsA);
+    const cache = new VectorCache({ maxBytes: 64 << 20 });
+    const probe = vector();
+    const hybrid = (text: string) => params({ text, embedding: probe, textWeight: 0.5 });
+    /** The in-process hits (text matched by the copy's postings), checked against the SQL scan's. */
+    const both = async (text: string) => {
+      const mem = await search(a, ws, hybrid(text), 'EXACT_IN_MEMORY', cache);
+      const sql = await search(a, ws, hybrid(text), 'EXACT_SCAN', cache);
+      expect(mem).toEqual(sql);
+      return mem.map((x) => [x.node.record.id, x.node.textScore]);
+    };
+    const index = () => runIndexingJobs(h.db, { now: () => new Date(), batch: 50 });
+    expect(await both('lemming')).toEqual([]);
+    expect(cache.stats().loads).toBe(1);
+
+    const id = crypto.randomUUID();
+    await put(a, wsA, id, { content: 'a quixotic lemming, lemming', embedding: probe });
+    // No chunk yet: the record is in the copy, but matches no text.
+    expect(await both('lemming')).toEqual([]);
+    expect((await index()).succeeded).toBe(1);
+    const [found] = await both('lemming');
+    expect(found).toEqual([id, expect.any(Number)]);
+    expect(cache.lastRound).toMatchObject({ records: 0, texts: 1 });
+    // Content replaced: the write clears the chunks at once, the job cuts the new ones.
+    await put(a, wsA, id, { content: 'a walrus', embedding: probe });
+    expect(await both('lemming')).toEqual([]);
+    await index();
+    expect(await both('lemming')).toEqual([]);
+    expect((await both('walrus')).map(([x]) => x)).toEqual([id]);
+    // A second chunk written by hand (hand-written SQL stamps it too): the record matches by either.
+    await tenantTx(a, (tx) =>
+      tx.query(
+        `INSERT INTO memory.chunks (tenant_id, record_id, n, record_version, content)
+         VALUES ($1, $2, 1, 2, 'walrus walrus lemming')`,
+        [a.tenantId, id],
+      ),
+    );
+    expect((await both('lemming')).map(([x]) => x)).toEqual([id]);
+    const [[, twice]] = (await both('walrus')) as [[string, number]];
+    expect(twice).toBeGreaterThan(0.1); // the second chunk's two walruses outrank the first's one
+    // Deleted: gone from the copy, chunks and all.
+    await del(a, id);
+    expect(await both('walrus')).toEqual([]);
     cache.close();
   });
 
@@ -320,21 +376,29 @@ describe('EXACT_IN_MEMORY', () => {
     cache.close();
   });
 
-  it('pages the feed (tiny pages, churn between rounds) to the same copy', async () => {
+  it('pages the feed (tiny pages, churn between rounds, chunks re-cut) to the same copy', async () => {
     const p = newPrincipal();
     const wsId = await createWorkspace(p);
     await seed(p, wsId, 57);
     const ws = await workspace(p, wsId);
     const paged = new VectorCache({ maxBytes: 64 << 20, pageSize: 4 });
     const q = params({ embedding: vector() });
+    const hybrid = params({ text: WORDS.slice(0, 12).join(' or '), embedding: vector(), textWeight: 0.4 });
     const compare = async () => {
       const sql = await search(p, ws, q, 'EXACT_SCAN', paged, { limit: 200 });
       const mem = await search(p, ws, q, 'EXACT_IN_MEMORY', paged, { limit: 200 });
       expect(ids(mem)).toEqual(ids(sql));
       expect(paged.stats().records).toBe(sql.length);
+      const round = paged.lastRound;
+      const sqlText = await search(p, ws, hybrid, 'EXACT_SCAN', paged, { limit: 200 });
+      const memText = await search(p, ws, hybrid, 'EXACT_IN_MEMORY', paged, { limit: 200 });
+      expect(memText.map((x) => [x.node.record.id, x.node.textScore])).toEqual(
+        sqlText.map((x) => [x.node.record.id, x.node.textScore]),
+      );
+      expect(memText.length).toBeGreaterThan(0);
+      return round!;
     };
-    await compare();
-    expect(paged.lastRound!.statements).toBeGreaterThan(10); // 57 records in pages of 4
+    expect((await compare()).statements).toBeGreaterThan(10); // 57 records in pages of 4
     for (let round = 0; round < 3; round++) {
       await seed(p, wsId, 9);
       const victims = await tenantTx(p, (tx) =>
@@ -346,7 +410,22 @@ describe('EXACT_IN_MEMORY', () => {
       await tenantTx(p, (tx) =>
         tx.query('DELETE FROM memory.records WHERE id = ANY($1::uuid[])', [victims.rows.map((r) => r.id)]),
       );
-      await compare();
+      // Nine records' chunks cut again (as the indexing job does: delete and insert in one transaction), new words.
+      await tenantTx(p, async (tx) => {
+        const recut = await tx.query<{ id: string }>(
+          'SELECT id FROM memory.records WHERE workspace_id = $1 ORDER BY id DESC LIMIT 9',
+          [wsId],
+        );
+        const recutIds = recut.rows.map((r) => r.id);
+        await tx.query('DELETE FROM memory.chunks WHERE record_id = ANY($1::uuid[])', [recutIds]);
+        await tx.query(
+          `INSERT INTO memory.chunks (tenant_id, record_id, n, record_version, content)
+           SELECT $1, id, 0, 1, $3 FROM unnest($2::uuid[]) AS id`,
+          [p.tenantId, recutIds, `${WORDS[round]} ${WORDS[round]} ${sentence(5)}`],
+        );
+      });
+      // The nine re-cut records come by the chunks' feed (with the round's new records, which come by both).
+      expect((await compare()).texts).toBeGreaterThanOrEqual(9);
     }
     paged.close();
   });
@@ -399,6 +478,12 @@ describe('EXACT_IN_MEMORY', () => {
     expect(ids(await search(a, ws, q, 'EXACT_IN_MEMORY', tiny))).toEqual(ids(sql));
     expect(tiny.stats()).toMatchObject({ workspaces: 0, tooLarge: 1 });
     tiny.close();
+    // In pages of 4: the load stops part-way with the next page already asked for; that page ends, then the round
+    // fails, and the same transaction goes on to search in SQL.
+    const paged = new VectorCache({ maxBytes: 20_000, pageSize: 4 });
+    expect(ids(await search(a, ws, q, 'EXACT_IN_MEMORY', paged))).toEqual(ids(sql));
+    expect(paged.stats()).toMatchObject({ workspaces: 0, tooLarge: 1 });
+    paged.close();
 
     // Room for A's workspace (600+ records) or two small ones, not for both.
     const small = newPrincipal();

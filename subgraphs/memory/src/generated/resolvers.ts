@@ -313,7 +313,11 @@ export type MemoryVectorSearchPath =
 
 /** How Query.searchMemory finds full-text candidates. */
 export type MemoryFullTextSearchPath =
-  /** The chunks' GIN index (tsvector), restricted to the caller's tenant and the workspace. */
+  /**
+   * An inverted index of the chunks' lexemes, restricted to the caller's tenant and the workspace: PostgreSQL's GIN
+   * index (tsvector); or, for a hybrid search (text and embedding) on EXACT_IN_MEMORY whose text is words, "or" and
+   * -exclusions, the service's copy of the same lexemes and positions, with the same matches and textScore to the bit.
+   */
   | 'INDEXED';
 
 export type MemorySearchInput = {

@@ -1,7 +1,9 @@
 /**
  * An exact, in-memory copy of one workspace's embedded records for search: the embedding (32-bit floats, as stored),
- * its norm (float8, as stored), and the columns search filters on (kind, tags, author, updated_at, expires_at).
- * No content, no metadata. Pure data: it knows nothing of SQL; src/vector-index/sync.ts keeps it current.
+ * its norm (float8, as stored), the columns search filters on (kind, tags, author, updated_at, expires_at), and
+ * its chunks' lexemes and positions for hybrid's full-text (text-postings.ts: no text, only what PostgreSQL's
+ * tsvector keeps). No content, no metadata. Pure data: it knows nothing of SQL; src/vector-index/sync.ts keeps it
+ * current.
  *
  * Scores are the exact path's, to the bit: vectorScore = (1 + dot / (norm × queryNorm)) / 2 with the dot product
  * summed in float64, element by element in order, over the 32-bit values (each product is exact in float64), as the
@@ -15,6 +17,7 @@
  * matches up in it took ~25 ms of cache misses (now ~2 ms, from their 16-byte binary form).
  */
 import { getRandomValues } from 'node:crypto';
+import { TextPostings, type TextQuery } from './text-postings.js';
 
 /** A record as the copy holds it. Times are microseconds since the epoch (PostgreSQL's precision). */
 export interface IndexedRecord {
@@ -48,9 +51,10 @@ export interface ScanQuery {
   after?: { value: number; id: string } | null;
   /**
    * Hybrid: score only these records, score = textWeight × textScore + (1 − textWeight) × vectorScore. Absent:
-   * every record, score = vectorScore.
+   * every record, score = vectorScore. The matches come from PostgreSQL (TextMatches) or from the copy's own
+   * postings (QueryText).
    */
-  text?: TextMatches | null;
+  text?: TextMatches | QueryText | null;
   /** How many hits at most, best first. */
   k: number;
 }
@@ -65,6 +69,12 @@ export interface ScanQuery {
  */
 export interface TextMatches {
   parts: readonly Uint8Array[];
+  weight: number;
+}
+
+/** Hybrid's text matched by the copy itself (its chunks' postings, text-postings.ts). */
+export interface QueryText {
+  query: TextQuery;
   weight: number;
 }
 
@@ -259,6 +269,11 @@ export class FlatIndex {
   private readonly tagSetTags: Set<string>[] = [];
   /** Tag lists as records wrote them (order, repeats) → their set's id; bounded, a shortcut only. */
   private readonly tagListIds = new Map<string, number>();
+  /** The records' chunks, for hybrid's full-text matching in process. */
+  private readonly text = new TextPostings();
+  /** gatherPostings' records and their best ranks. */
+  private textList = new Int32Array(0);
+  private textBest = new Float64Array(0);
 
   constructor(dim: number, initialCapacity = 64) {
     if (!Number.isInteger(dim) || dim < 1) throw new RangeError(`FlatIndex: dimension ${dim}`);
@@ -276,8 +291,31 @@ export class FlatIndex {
       this.capacity * (this.dim * 4 + SLOT_OVERHEAD) +
       this.kindNames.bytes +
       this.authorNames.bytes +
-      2 * this.tagSetNames.bytes
+      2 * this.tagSetNames.bytes +
+      this.text.bytes +
+      12 * this.textList.length
     );
+  }
+
+  /** Posting entries the copy holds for its records' chunks (one per lexeme per chunk). */
+  get textPostings(): number {
+    return this.text.postings;
+  }
+
+  /**
+   * Replaces a record's chunks (their tsvectors as tsvectorsend writes them, each after its 32-bit length; null for
+   * none). False when the copy does not hold the record.
+   */
+  setText(id: string, data: Uint8Array | null): boolean {
+    const at = this.find(id);
+    if (at < 0) return false;
+    this.text.set(this.table[at]!, data);
+    return true;
+  }
+
+  /** Gives back the room the postings grew ahead of need (after a first load). */
+  trimText(): void {
+    this.text.trim();
   }
 
   /** Bytes `n` more records would add at most (growth doubles the arrays). */
@@ -328,8 +366,10 @@ export class FlatIndex {
     if (at < 0) return false;
     const slot = this.table[at]!;
     this.unlink(at);
+    this.text.clear(slot);
     const last = --this.size;
     if (slot !== last) {
+      this.text.move(last, slot);
       // The last slot's table entry now points at the hole it moves into.
       this.table[this.position(last)] = slot;
       this.keys.copyWithin(4 * slot, 4 * last, 4 * last + 4);
@@ -426,7 +466,8 @@ export class FlatIndex {
     );
     // Accepted slots are gathered into a block, then scored eight at a time (see dots8).
     if (q.text) {
-      const { list, best, n } = this.gatherMatches(q.text, filter);
+      const { list, best, n } =
+        'query' in q.text ? this.gatherPostings(q.text, filter) : this.gatherMatches(q.text, filter);
       for (let i = 0; i < n; i++) {
         block.texts[block.n] = best[i]!;
         block.slots[block.n++] = list[i]!;
@@ -528,6 +569,37 @@ export class FlatIndex {
           best[n++] = rank;
         }
       }
+    }
+    return { list, best, n };
+  }
+
+  /** As gatherMatches, with the matches found in the copy's own postings (slots, not ids: no lookup). */
+  private gatherPostings(
+    text: QueryText,
+    filter: CompiledFilter,
+  ): { list: Int32Array; best: Float64Array; n: number } {
+    const hits = this.text.match(text.query);
+    // Kept from one scan to the next, as the postings keep their hits (no allocation per match).
+    if (this.textList.length < hits.n) {
+      this.textList = new Int32Array(hits.n);
+      this.textBest = new Float64Array(hits.n);
+    }
+    const list = this.textList;
+    const best = this.textBest;
+    const where = this.where;
+    let n = 0;
+    for (let i = 0; i < hits.n; i++) {
+      const slot = hits.slots[i]!;
+      if (!this.accepts(filter, slot)) continue;
+      const rank = hits.ranks[i]!;
+      const at = where[slot]!;
+      if (at < n && list[at] === slot) {
+        if (rank > best[at]!) best[at] = rank;
+        continue;
+      }
+      where[slot] = n;
+      list[n] = slot;
+      best[n++] = rank;
     }
     return { list, best, n };
   }
@@ -667,6 +739,7 @@ export class FlatIndex {
     this.tagSets = copy(this.tagSets, (n) => new Int32Array(n), capacity);
     this.keys = copy(this.keys, (n) => new Uint32Array(n), 4 * capacity);
     this.where = new Int32Array(capacity);
+    this.text.growSlots(capacity);
     this.capacity = capacity;
     // The table: at least twice the capacity (load ≤ 1/2), rebuilt from the slots.
     let size = 1;

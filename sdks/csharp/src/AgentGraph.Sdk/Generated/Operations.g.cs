@@ -10,7 +10,7 @@ public static class AgentGraphOperations
     /// <summary>
     /// The schema version (capabilities.schemaVersion) these operations were generated from.
     /// </summary>
-    public const string SchemaVersion = "6d3a9dc062d9";
+    public const string SchemaVersion = "976ede44e829";
 
     /// <summary>
     /// Record progress on a message of your inbox: DELIVERED, READ, HANDLED, ACKNOWLEDGED, or FAILED with a reason.

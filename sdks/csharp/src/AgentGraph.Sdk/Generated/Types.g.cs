@@ -432,7 +432,9 @@ public sealed class IntentStateJsonConverter : JsonConverter<IntentState>
 public enum MemoryFullTextSearchPath
 {
     /// <summary>
-    /// The chunks' GIN index (tsvector), restricted to the caller's tenant and the workspace.
+    /// An inverted index of the chunks' lexemes, restricted to the caller's tenant and the workspace: PostgreSQL's GIN
+    /// index (tsvector); or, for a hybrid search (text and embedding) on EXACT_IN_MEMORY whose text is words, "or" and
+    /// -exclusions, the service's copy of the same lexemes and positions, with the same matches and textScore to the bit.
     /// Wire name: INDEXED.
     /// </summary>
     Indexed,
