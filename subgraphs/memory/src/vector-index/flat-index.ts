@@ -557,16 +557,7 @@ export class FlatIndex {
         // In order: a record met again keeps its best rank.
         for (let u = 0; u < m; u++) {
           const slot = g.slots[u]!;
-          if (slot < 0) continue;
-          const rank = g.ranks[u]!;
-          const i = where[slot]!;
-          if (i < n && list[i] === slot) {
-            if (rank > best[i]!) best[i] = rank;
-            continue;
-          }
-          where[slot] = n;
-          list[n] = slot;
-          best[n++] = rank;
+          if (slot >= 0) n = this.keepBest(slot, g.ranks[u]!, list, best, n);
         }
       }
     }
@@ -586,22 +577,28 @@ export class FlatIndex {
     }
     const list = this.textList;
     const best = this.textBest;
-    const where = this.where;
     let n = 0;
     for (let i = 0; i < hits.n; i++) {
       const slot = hits.slots[i]!;
-      if (!this.accepts(filter, slot)) continue;
-      const rank = hits.ranks[i]!;
-      const at = where[slot]!;
-      if (at < n && list[at] === slot) {
-        if (rank > best[at]!) best[at] = rank;
-        continue;
-      }
-      where[slot] = n;
-      list[n] = slot;
-      best[n++] = rank;
+      if (this.accepts(filter, slot)) n = this.keepBest(slot, hits.ranks[i]!, list, best, n);
     }
     return { list, best, n };
+  }
+
+  /**
+   * Adds a matching chunk's record to a gathering of n records (the sparse set `where`): a new record at the end, one
+   * met again keeping its best rank. Returns the new n.
+   */
+  private keepBest(slot: number, rank: number, list: Int32Array, best: Float64Array, n: number): number {
+    const at = this.where[slot]!;
+    if (at < n && list[at] === slot) {
+      if (rank > best[at]!) best[at] = rank;
+      return n;
+    }
+    this.where[slot] = n;
+    list[n] = slot;
+    best[n] = rank;
+    return n + 1;
   }
 
   private accepts(f: CompiledFilter, slot: number): boolean {
