@@ -26,8 +26,8 @@
  *   the copy keeps its records' chunks as postings (text-postings.ts; ranks equal to ts_rank_cd's to the bit), so
  *   no chunk is read from the table. Other queries (phrases, hyphenated words, a lone exclusion) take the tenant's
  *   matching chunks from `memory.tenant_chunk_matches` (a row per chunk; the copy keeps each record's best).
- *   Either way only the records the copy holds are scored. A workspace too large for the budget, or a server with the cache off, takes
- *   `EXACT_SCAN`.
+ *   Either way only the records the copy holds are scored. A workspace too large for the budget, or a server with
+ *   the cache off, takes `EXACT_SCAN`.
  * - Vector, `EXACT_SCAN`: elsewhere: every record of the workspace
  *   compared with the query; exact, and linear in the workspace's records. Where migration 006 could install the
  *   `cube` extension (PostgreSQL contrib) and the dimension is ≤ 100, the distance is cube_distance (C) on the

@@ -478,8 +478,7 @@ describe('EXACT_IN_MEMORY', () => {
     expect(ids(await search(a, ws, q, 'EXACT_IN_MEMORY', tiny))).toEqual(ids(sql));
     expect(tiny.stats()).toMatchObject({ workspaces: 0, tooLarge: 1 });
     tiny.close();
-    // In pages of 4: the load stops part-way with the next page already asked for; that page ends, then the round
-    // fails, and the same transaction goes on to search in SQL.
+    // In pages of 4: the load stops part-way, the round fails, and the same transaction goes on to search in SQL.
     const paged = new VectorCache({ maxBytes: 20_000, pageSize: 4 });
     expect(ids(await search(a, ws, q, 'EXACT_IN_MEMORY', paged))).toEqual(ids(sql));
     expect(paged.stats()).toMatchObject({ workspaces: 0, tooLarge: 1 });

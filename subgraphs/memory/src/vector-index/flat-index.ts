@@ -297,11 +297,6 @@ export class FlatIndex {
     );
   }
 
-  /** Posting entries the copy holds for its records' chunks (one per lexeme per chunk). */
-  get textPostings(): number {
-    return this.text.postings;
-  }
-
   /**
    * Replaces a record's chunks (their tsvectors as tsvectorsend writes them, each after its 32-bit length; null for
    * none). False when the copy does not hold the record.

@@ -60,8 +60,9 @@ interface FeedRow {
 }
 
 // Column names come from a UNION's first branch, so the record columns are named here too.
-const NO_RECORD = `NULL::bytea AS v, NULL::float8 AS norm, NULL::text AS kind, NULL::text AS author,
-         NULL::text[] AS tags, NULL::text AS updated_us, NULL::text AS expires_us, NULL::bytea AS t`;
+const NO_COLUMNS = `NULL::bytea AS v, NULL::float8 AS norm, NULL::text AS kind, NULL::text AS author,
+         NULL::text[] AS tags, NULL::text AS updated_us, NULL::text AS expires_us`;
+const NO_RECORD = `${NO_COLUMNS}, NULL::bytea AS t`;
 /** A record's chunks for the copy's postings (text-postings.ts): binary tsvectors, length-prefixed, in order. */
 const TEXT = (
   record: string,
@@ -89,8 +90,7 @@ const RECORDS = (where: string) => `SELECT 2 AS op, r.search_xid::text AS stamp,
  * with the record, by a write to it, or by the job that inserts the new ones in the same transaction).
  */
 const CHUNKS = (where: string) => `SELECT 3 AS op, x.stamp::text AS stamp, x.record_id AS id,
-         NULL::bytea AS v, NULL::float8 AS norm, NULL::text AS kind, NULL::text AS author,
-         NULL::text[] AS tags, NULL::text AS updated_us, NULL::text AS expires_us, ${TEXT('x.record_id')} AS t
+         ${NO_COLUMNS}, ${TEXT('x.record_id')} AS t
     FROM (SELECT DISTINCT c.search_xid AS stamp, c.record_id FROM memory.chunks c
            WHERE c.search_xid >= $2::xid8) x
    WHERE EXISTS (SELECT 1 FROM memory.records r WHERE r.id = x.record_id AND r.workspace_id = $1
@@ -204,29 +204,18 @@ export async function syncIndex(
             key.id,
           ]);
   for (const op of first ? [1, 2] : [1, 2, 3]) {
-    const firstRows = head.rows.filter((r) => r.op === op);
-    // Each page is asked for before the one before it is applied (its keyset is that page's last row), so the
-    // server computes it while this process applies the other: a first load at 1,000,000 records spends about as
-    // long in each. Statements still run, and are applied, one after the other.
-    let pending = firstRows.length === page ? nextPage(op, firstRows.at(-1)!) : null;
-    while (pending) {
-      const rows = (await pending).rows;
+    let rows = head.rows.filter((r) => r.op === op);
+    while (rows.length === page) {
+      rows = (await nextPage(op, rows.at(-1)!)).rows;
       statements++;
-      pending = rows.length === page ? nextPage(op, rows.at(-1)!) : null;
-      try {
-        const n = apply(index, rows);
-        total.tombstones += n.tombstones;
-        total.records += n.records;
-        total.texts += n.texts;
-        check();
-      } catch (err) {
-        // The page asked for ahead is not wanted: let it end (its error too) before the round fails.
-        await pending?.catch(() => undefined);
-        throw err;
-      }
+      const n = apply(index, rows);
+      total.tombstones += n.tombstones;
+      total.records += n.records;
+      total.texts += n.texts;
+      check();
     }
   }
-  // The postings' lists doubled as they grew; a first load gives the slack back (later rounds add little).
+  // The postings' lists grew ahead of need; a first load gives the slack back (later rounds add little).
   if (first) index.trimText();
   return { watermark, ...total, statements };
 }

@@ -31,7 +31,7 @@ const OP_AND = 2;
 const OP_OR = 3;
 
 /** The most distinct lexemes a query served here may have (its truth table has 2^n entries). */
-export const MAX_QUERY_LEXEMES = 16;
+const MAX_QUERY_LEXEMES = 16;
 
 /**
  * ts_rank_cd's weights for the classes D, C, B, A (PostgreSQL's float4 defaults), inverted in float8 as
